@@ -1,0 +1,97 @@
+"""The lab's topology for the tests, read from tests/lab/lab.env (the one source of truth).
+
+    from tests.lab import topology as lab      # or: sys.path.insert(0, "tests/lab"); import topology
+    for node in lab.nodes():                   # the nodes `lab up` started (default count otherwise)
+        node.name, node.mgmt_ip, node.fabric_ip, node.host_public_key, node.ssh_argv("true")
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+LAB_DIR = Path(__file__).resolve().parent
+REPO_ROOT = LAB_DIR.parent.parent
+
+
+def _read_env(path: Path) -> dict[str, str]:
+    env = {}
+    for line in path.read_text().splitlines():
+        line = line.strip()
+        if line and not line.startswith("#"):
+            key, _, value = line.partition("=")
+            env[key] = value
+    return env
+
+
+ENV = _read_env(LAB_DIR / "lab.env")
+
+NODE_PREFIX = ENV["LAB_NODE_PREFIX"]
+NODES_DEFAULT = int(ENV["LAB_NODES_DEFAULT"])
+NODES_MAX = int(ENV["LAB_NODES_MAX"])
+MGMT_NET, MGMT_SUBNET, MGMT_GATEWAY = ENV["LAB_MGMT_NET"], ENV["LAB_MGMT_SUBNET"], ENV["LAB_MGMT_GATEWAY"]
+FABRIC_NET, FABRIC_SUBNET, FABRIC_GATEWAY = (
+    ENV["LAB_FABRIC_NET"], ENV["LAB_FABRIC_SUBNET"], ENV["LAB_FABRIC_GATEWAY"])
+MGMT_IFACE, FABRIC_IFACE = ENV["LAB_MGMT_IFACE"], ENV["LAB_FABRIC_IFACE"]
+REGISTRY = ENV["LAB_REGISTRY"]
+SSH_USER = ENV["LAB_SSH_USER"]
+SSH_KEY = REPO_ROOT / ENV["LAB_SSH_KEY"]
+KNOWN_HOSTS = REPO_ROOT / ENV["LAB_KNOWN_HOSTS"]
+SSH_CONFIG = REPO_ROOT / ENV["LAB_SSH_CONFIG"]
+HOSTKEYS_DIR = REPO_ROOT / ENV["LAB_HOSTKEYS_DIR"]
+STATE_DIR = REPO_ROOT / ENV["LAB_STATE_DIR"]
+NODE_CA_BUNDLE = ENV["LAB_NODE_CA_BUNDLE"]
+CACHE_DIR = Path(os.environ.get("BLACKWELL_CACHE", "/var/cache/blackwell-serving")) / "lab"
+GLM_NODE, GLM_UNIT, GLM_PORT = int(ENV["LAB_GLM_NODE"]), ENV["LAB_GLM_UNIT"], int(ENV["LAB_GLM_PORT"])
+EMBEDDINGS_NODE, EMBEDDINGS_UNIT, EMBEDDINGS_PORT = (
+    int(ENV["LAB_EMBEDDINGS_NODE"]), ENV["LAB_EMBEDDINGS_UNIT"], int(ENV["LAB_EMBEDDINGS_PORT"]))
+
+
+@dataclass(frozen=True)
+class Node:
+    index: int  # 1-based
+
+    @property
+    def name(self) -> str:
+        return f"{NODE_PREFIX}{self.index}"
+
+    @property
+    def mgmt_ip(self) -> str:
+        return f"{ENV['LAB_MGMT_IP_PREFIX']}{self.index}"
+
+    @property
+    def fabric_ip(self) -> str:
+        return f"{ENV['LAB_FABRIC_IP_PREFIX']}{self.index}"
+
+    @property
+    def host_key_path(self) -> Path:
+        return HOSTKEYS_DIR / self.name / "ssh_host_ed25519_key.pub"
+
+    @property
+    def host_public_key(self) -> str:
+        """'ssh-ed25519 AAAA...' (the committed lab-only host key, without its comment)."""
+        return " ".join(self.host_key_path.read_text().split()[:2])
+
+    def ssh_argv(self, *command: str) -> list[str]:
+        """argv for running a command on the node as root over mgmt, host key pinned."""
+        return ["ssh", "-i", str(SSH_KEY), "-o", "IdentitiesOnly=yes", "-o", "BatchMode=yes",
+                "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={KNOWN_HOSTS}",
+                "-o", "ConnectTimeout=5", f"{SSH_USER}@{self.mgmt_ip}", *command]
+
+
+def node_count() -> int:
+    """How many nodes the last `lab up` started (the default when it has not run)."""
+    try:
+        return int((STATE_DIR / "nodes").read_text())
+    except (OSError, ValueError):
+        return NODES_DEFAULT
+
+
+def nodes(count: int | None = None) -> list[Node]:
+    return [Node(i) for i in range(1, (count or node_count()) + 1)]
+
+
+if __name__ == "__main__":
+    for n in nodes():
+        print(n.name, n.mgmt_ip, n.fabric_ip, n.host_public_key)
