@@ -1,0 +1,50 @@
+"""Preflight checks that run at preview, before anything changes on the machines.
+
+``fit``: will the model fit the layout's memory?  Pure arithmetic, no hosts.
+"""
+
+from .fit import (
+    DEFAULT_MEMORY_FRACTION,
+    DEFAULT_OVERHEAD_BYTES_PER_GPU,
+    GB10_USABLE_BYTES_PER_GPU,
+    MAX_RECOMMENDED_MEMORY_FRACTION,
+    RTX_PRO_6000_USABLE_BYTES_PER_GPU,
+    FitReport,
+    GpuFit,
+    Layout,
+    ModelDoesNotFitError,
+    NodeSpec,
+    check_fit,
+)
+from .model_facts import (
+    GB,
+    GiB,
+    KV_DTYPE_BYTES,
+    ModelFacts,
+    kv_dtype_bytes,
+    model_facts_from_config,
+    safetensors_dir_bytes,
+    weight_bytes_from_index,
+)
+
+__all__ = [
+    "DEFAULT_MEMORY_FRACTION",
+    "DEFAULT_OVERHEAD_BYTES_PER_GPU",
+    "GB",
+    "GB10_USABLE_BYTES_PER_GPU",
+    "GiB",
+    "KV_DTYPE_BYTES",
+    "MAX_RECOMMENDED_MEMORY_FRACTION",
+    "RTX_PRO_6000_USABLE_BYTES_PER_GPU",
+    "FitReport",
+    "GpuFit",
+    "Layout",
+    "ModelDoesNotFitError",
+    "ModelFacts",
+    "NodeSpec",
+    "check_fit",
+    "kv_dtype_bytes",
+    "model_facts_from_config",
+    "safetensors_dir_bytes",
+    "weight_bytes_from_index",
+]
