@@ -1,0 +1,69 @@
+"""RayCluster: a Ray head on the first node and workers on the others, all bound to their fabric
+addresses, each a container under systemd; ready when every node has joined."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pulumi
+
+from .config.schema import DockerRun, FabricSpec, RaySpec
+from .containers import docker_args
+from .fabric import fabric_environment
+from .node import Node
+from .remote import run
+from .render import render
+from .unit import SystemdUnit, container_unit_text
+
+
+def ray_tmp_dir(state_dir: str, name: str) -> str:
+    """Ray's session directory on the host, shared with the engine's driver container."""
+    return f"{state_dir}/ray/{name}"
+
+
+class RayCluster(pulumi.ComponentResource):
+    def __init__(self, name: str, head: Node, workers: Sequence[Node], *, image: str, fabric: FabricSpec,
+                 ray: RaySpec, docker: DockerRun, state_dir: str, mounts: Sequence[str] = (),
+                 depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:cluster:RayCluster", name, None, opts)
+        self.head = head
+        self.head_address = str(head.spec.fabric_address)
+        self.address = f"{self.head_address}:{ray.port}"
+        self.head_unit_name = f"bws-{name}-head.service"
+        self.container = f"bws-{name}-head"
+        tmp = ray_tmp_dir(state_dir, name)
+        self.tmp_dir = tmp
+        object_store = str(int(ray.object_store_gb * 1024 ** 3))
+
+        def node_unit(node: Node, role: str, command: list[str], unit_name: str, container: str,
+                      deps: Sequence[pulumi.Resource]) -> SystemdUnit:
+            env = fabric_environment(fabric, node.spec)
+            text = container_unit_text(
+                component=f"RayCluster {name}", description=f"blackwell-serving Ray {role} ({name})",
+                container=container, image=image, command=command,
+                docker_args=docker_args(docker, fabric, list(env), [*mounts, f"{tmp}:/tmp/ray"]),
+                environment=env, restart="always",
+                pre_start=[["/usr/bin/mkdir", "-p", tmp]])
+            return SystemdUnit(f"{name}-{role}-{node.name}", node, unit_name, text,
+                               depends_on=deps, opts=pulumi.ResourceOptions(parent=self))
+
+        self.head_unit = node_unit(
+            head, "head",
+            ["ray", "start", "--head", "--block", f"--node-ip-address={self.head_address}",
+             f"--port={ray.port}", f"--object-store-memory={object_store}",
+             f"--include-dashboard={'true' if ray.dashboard else 'false'}", "--disable-usage-stats"],
+            self.head_unit_name, self.container, depends_on)
+        self.worker_units = [
+            node_unit(w, "worker",
+                      ["ray", "start", "--block", f"--address={self.head_address}:{ray.port}",
+                       f"--node-ip-address={w.spec.fabric_address}", f"--object-store-memory={object_store}",
+                       "--disable-usage-stats"],
+                      f"bws-{name}-worker.service", f"bws-{name}-worker",
+                      [*depends_on, self.head_unit])
+            for w in workers]
+        self.ready = run(f"{name}-ready", head, parent=self,
+                         depends_on=[self.head_unit, *self.worker_units],
+                         create=render("scripts/wait-ray.sh.j2", cluster=name, container=self.container,
+                                       expected=1 + len(workers), timeout_s=ray.join_timeout_s))
+        self.register_outputs({"head": head.name, "workers": [w.name for w in workers],
+                               "address": self.address})

@@ -1,0 +1,261 @@
+"""The stack config schema: what an operator writes in stacks/Pulumi.<stack>.yaml.
+
+Every field's description is the reference for stack files. Names that end up in unit names,
+container names, paths or shell scripts are restricted to safe alphabets here; every other
+string is quoted by the templates (see components/render.py), so metacharacters can never
+reach a shell unquoted.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+# A name that becomes part of a unit, container, image or path name.
+Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}$")]
+# A systemd unit that is not ours: plain unit names, templated instances allowed.
+UnitName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9@._:-]{0,120}\.(service|socket|timer|target)$")]
+# A Linux network interface name.
+NetDev = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")]
+# An absolute path on a node, without characters that need quoting anywhere (units included).
+NodePath = Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+HostName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")]
+# An image reference: [registry[:port]/]repo[:tag][@digest]
+ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._:/@-]{0,254}$")]
+EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
+
+HOST_KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}$")
+GIT_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+class Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class SecretRef(Strict):
+    """Where a secret comes from. Its value becomes a Pulumi secret and reaches nodes only in
+    root-only EnvironmentFiles, never in argv, logs or plain state."""
+
+    config: str | None = Field(None, description="a Pulumi secret config key of this stack (pulumi config set --secret KEY)")
+    env: EnvName | None = Field(None, description="an environment variable of the operator's shell")
+    file: str | None = Field(None, description="a file on the operator's machine (first line is used)")
+
+    @model_validator(mode="after")
+    def _exactly_one(self):
+        given = [k for k in ("config", "env", "file") if getattr(self, k)]
+        if len(given) != 1:
+            raise ValueError("give exactly one of config / env / file")
+        return self
+
+
+class SshSpec(Strict):
+    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = "root"
+    port: int = Field(22, ge=1, le=65535)
+    private_key_path: str | None = Field(
+        None, description="private key on the operator's machine; read at run time, kept as a Pulumi secret")
+    private_key: SecretRef | None = None
+    host_key: str = Field(description="the node's pinned SSH host public key: `ssh-keyscan -t ed25519 HOST`, "
+                                      "the 'TYPE BASE64' part")
+    connect_timeout_s: int = Field(10, ge=1, le=300)
+
+    @field_validator("host_key")
+    @classmethod
+    def _host_key(cls, v: str) -> str:
+        v = " ".join(v.split()[:2])
+        if not HOST_KEY.match(v):
+            raise ValueError("must be 'ssh-ed25519 AAAA…' (copy it from `ssh-keyscan -t ed25519 HOST`)")
+        return v
+
+    @model_validator(mode="after")
+    def _one_key(self):
+        if self.private_key_path and self.private_key:
+            raise ValueError("give private_key_path or private_key, not both")
+        return self
+
+
+class GpuSpec(Strict):
+    kind: Literal["gb10", "rtx-pro-6000", "cpu"] = Field(description="gb10 (DGX Spark), rtx-pro-6000, or cpu (the lab)")
+    count: int = Field(1, ge=1, le=16)
+    memory_gb: float = Field(description="usable memory per GPU in GB (GB10: ~120 of 128 unified; RTX PRO 6000: 96)",
+                             gt=0)
+
+
+class NodeSpec(Strict):
+    name: Name
+    host: HostName = Field(description="management host name or address the operator's machine reaches by SSH")
+    ssh: SshSpec
+    arch: Literal["arm64", "amd64"]
+    gpu: GpuSpec
+    fabric_address: ipaddress.IPv4Address | None = Field(
+        None, description="this node's address on the fabric (RoCE) network; required for multi-node")
+
+
+class FabricSpec(Strict):
+    netdev: NetDev = Field(description="the fabric network interface (ConnectX-7 netdev that is up)")
+    hcas: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]] = Field(
+        default_factory=list, description="RDMA HCAs for NCCL_IB_HCA; list both PCIe twins of a port for full bandwidth")
+    gid_index: int = Field(3, ge=0, le=255, description="NCCL_IB_GID_INDEX; 3 selects RoCEv2 on ConnectX")
+    mtu: int = Field(9000, ge=1280, le=9216)
+    prefix_len: int = Field(24, ge=8, le=30)
+    peer_key: NodePath = Field("/root/.ssh/id_ed25519",
+                               description="key on each node that logs in to its peers over the fabric (node→node copies)")
+    infiniband_device: bool = Field(True, description="pass /dev/infiniband and IPC_LOCK to engine containers")
+    disable_ib: bool = Field(False, description="NCCL_IB_DISABLE=1: sockets only (no RDMA hardware, e.g. the lab)")
+
+
+class ImageSpec(Strict):
+    name: Name
+    base: ImageRef = Field(description="the engine image to start from, as a registry pull reference")
+    transformers: Annotated[str, Field(pattern=r"^(==|>=|<=|~=|>|<)?[0-9][0-9a-z.,<>=!*]*$")] | None = Field(
+        None, description="pip version spec of the transformers upgrade layer, e.g. '>=5.2'")
+    pip: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\[\],-]*(==|>=|<=|~=|>|<|!=)?[A-Za-z0-9.*,<>=!+-]*$")]] = Field(
+        default_factory=list, description="other pip requirements of the layer, pinned")
+    pip_ca_bundle: NodePath | None = Field(
+        None, description="CA bundle on the build node for pip inside the build (TLS-inspecting proxies)")
+    build_node: Name = Field(description="the node that builds the image (its arch must match the base image)")
+    nodes: list[Name] = Field(description="every node that needs the image; it is copied there over the fabric")
+
+
+class ModelSource(Strict):
+    kind: Literal["hub", "local", "node"] = Field(
+        description="hub: Hugging Face download on fetch_node; local: a directory on the operator's machine; "
+                    "node: already on fetch_node at path")
+    path: str | None = Field(None, description="local: directory on the operator's machine; node: path on fetch_node")
+
+
+class ModelSpec(Strict):
+    name: Name
+    repo: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")]
+    revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] = Field(
+        description="for the hub: the 40-hex commit to pin (huggingface_hub.model_info(repo).sha); "
+                    "otherwise a label of the content")
+    source: ModelSource = ModelSource(kind="hub")
+    cache_dir: NodePath = "/var/lib/blackwell-serving/models"
+    fetch_node: Name
+    nodes: list[Name]
+    hf_token: SecretRef | None = None
+
+    @model_validator(mode="after")
+    def _pinned(self):
+        if self.source.kind == "hub" and not GIT_SHA.match(self.revision):
+            raise ValueError("revision: a hub model must be pinned to a 40-hex commit; "
+                             "fix: use huggingface_hub.model_info(repo).sha")
+        if self.source.kind != "hub" and not self.source.path:
+            raise ValueError(f"source.path: required for source kind '{self.source.kind}'")
+        if self.source.kind == "node" and not re.match(r"^/[A-Za-z0-9._/-]*$", self.source.path or ""):
+            raise ValueError("source.path: must be an absolute path of [A-Za-z0-9._/-]")
+        return self
+
+
+class DockerRun(Strict):
+    """Options of `docker run` for engine and Ray containers (defaults from the public recipes)."""
+
+    shm_size: Annotated[str, Field(pattern=r"^[0-9]+[bkmg]?$")] = "32g"
+    ipc_host: bool = True
+    gpus: bool = True
+    init: bool = Field(True, description="an init process reaps zombie Ray workers")
+    memlock_unlimited: bool = True
+    mounts: list[Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*:/[A-Za-z0-9._/-]*(:ro)?$")]] = Field(default_factory=list)
+
+
+class RaySpec(Strict):
+    port: int = Field(6379, ge=1, le=65535)
+    object_store_gb: float = Field(4.0, gt=0, description="kept small: the object store competes with weights on unified memory")
+    dashboard: bool = False
+    join_timeout_s: int = Field(300, ge=10, le=3600)
+
+
+class HealthSpec(Strict):
+    timeout_s: int = Field(1800, ge=10, le=14400, description="how long the gate waits for the engine to load")
+    prompt: Annotated[str, Field(max_length=500)] = "Say hello."
+    max_tokens: int = Field(8, ge=1, le=256)
+
+
+Engine = Literal["vllm", "sglang"]
+
+
+class DeploymentSpec(Strict):
+    name: Name
+    engine: Engine
+    image: Name = Field(description="an entry of images:")
+    model: Name = Field(description="an entry of models:")
+    nodes: list[Name] = Field(min_length=1, description="nodes it runs on; the first is the head")
+    topology: Literal["single", "ray", "native"] = Field(
+        "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch (SGLang)")
+    tensor_parallel: int = Field(1, ge=1, le=64)
+    pipeline_parallel: int = Field(1, ge=1, le=64)
+    port: int = Field(8000, ge=1, le=65535)
+    bind: ipaddress.IPv4Address = ipaddress.IPv4Address("0.0.0.0")
+    served_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")]
+    api_key: SecretRef | None = None
+    tool_call_parser: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
+    reasoning_parser: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
+    quantization: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
+    moe_runner_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = Field(
+        None, description="SGLang --moe-runner-backend (flashinfer_cutlass on sm_120: 'auto' targets sm_100)")
+    fp4_gemm_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = Field(
+        None, description="SGLang --fp4-gemm-backend (flashinfer_cudnn or flashinfer_cutlass on sm_120)")
+    memory_fraction: float = Field(0.8, gt=0.05, le=0.95, description="gpu_memory_utilization / mem_fraction_static")
+    max_model_len: int = Field(32768, ge=16)
+    max_num_seqs: int | None = Field(None, ge=1)
+    kv_cache_dtype: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] = "auto"
+    speculative: dict[str, str | int | float | bool] | None = Field(
+        None, description="vLLM --speculative-config as a mapping")
+    hierarchical_cache_ratio: float | None = Field(None, gt=0, description="SGLang --enable-hierarchical-cache --hicache-ratio")
+    dist_port: int = Field(20000, ge=1, le=65535, description="SGLang --dist-init-addr port (native topology)")
+    extra_args: list[Annotated[str, Field(max_length=512)]] = Field(default_factory=list)
+    env: dict[EnvName, Annotated[str, Field(max_length=4096)]] = Field(default_factory=dict)
+    docker: DockerRun = DockerRun()
+    health: HealthSpec = HealthSpec()
+    drop_page_cache: bool = Field(False, description="drop the page cache before loading (unified memory)")
+
+    @model_validator(mode="after")
+    def _layout(self):
+        if self.topology == "single" and len(self.nodes) != 1:
+            raise ValueError("topology 'single' takes exactly one node; use 'ray' (vLLM) or 'native' (SGLang) for more")
+        if self.topology != "single" and len(self.nodes) < 2:
+            raise ValueError(f"topology '{self.topology}' needs at least two nodes")
+        if self.topology == "ray" and self.engine != "vllm":
+            raise ValueError("topology 'ray' is for vLLM; SGLang uses topology 'native'")
+        if len(set(self.nodes)) != len(self.nodes):
+            raise ValueError("nodes: a node is listed twice")
+        return self
+
+
+class ServiceRef(Strict):
+    node: Name
+    unit: UnitName
+
+
+class StackSpec(Strict):
+    """The whole stack config: keys under `blackwell-serving:` in stacks/Pulumi.<stack>.yaml."""
+
+    nodes: list[NodeSpec] = Field(min_length=1)
+    fabric: FabricSpec | None = None
+    images: list[ImageSpec] = Field(default_factory=list)
+    models: list[ModelSpec] = Field(default_factory=list)
+    deployments: list[DeploymentSpec] = Field(default_factory=list)
+    retire: list[ServiceRef] = Field(default_factory=list, description="foreign units stopped before serving, restored on destroy")
+    keep: list[ServiceRef] = Field(default_factory=list, description="foreign units that must stay up and are never touched")
+    ray: RaySpec = RaySpec()
+    state_dir: NodePath = Field("/var/lib/blackwell-serving", description="where we keep our records on each node")
+    offline: bool = Field(False, description="never open a connection to a node (previews in CI of hardware stacks)")
+
+    def node(self, name: str) -> NodeSpec:
+        return next(n for n in self.nodes if n.name == name)
+
+    def image(self, name: str) -> ImageSpec:
+        return next(i for i in self.images if i.name == name)
+
+    def model(self, name: str) -> ModelSpec:
+        return next(m for m in self.models if m.name == name)
+
+    @model_validator(mode="after")
+    def _references(self):
+        from .references import check_references
+
+        check_references(self)
+        return self

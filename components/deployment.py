@@ -1,0 +1,88 @@
+"""Deployment: the engine (vLLM or SGLang) as systemd units running its container — one node,
+vLLM over a Ray cluster, or SGLang's own multi-node launch — and the health gate that sends a
+real chat completion. Its endpoint is a stack output."""
+
+from __future__ import annotations
+
+import json
+from typing import Sequence
+
+import pulumi
+
+from .cluster import RayCluster
+from .config.schema import DeploymentSpec, DockerRun, FabricSpec
+from .containers import docker_args
+from .engines import API_KEY_VAR, engine_argv
+from .fabric import fabric_environment
+from .node import Node
+from .remote import run
+from .render import digest, render
+from .unit import SystemdUnit, container_unit_text, env_file_text
+
+DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
+
+
+class Deployment(pulumi.ComponentResource):
+    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], *, image: str, model_path: str,
+                 model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
+                 api_key: pulumi.Output[str] | None, depends_on: Sequence[pulumi.Resource] = (),
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:deployment:Deployment", spec.name, None, opts)
+        self.spec = spec
+        head = nodes[0]
+        unit_name = f"bws-{spec.name}.service"
+        env_file = f"/etc/blackwell-serving/{spec.name}.env" if api_key is not None else None
+        key_var = API_KEY_VAR[spec.engine]
+        env_text = env_file_text({key_var: api_key}) if api_key is not None else None
+        head_fabric = str(head.spec.fabric_address) if head.spec.fabric_address else None
+
+        def unit_for(node: Node, rank: int, deps: Sequence[pulumi.Resource]) -> SystemdUnit:
+            env = {**fabric_environment(fabric, node.spec), "HF_HUB_OFFLINE": "1", **spec.env}
+            mounts = [f"{model_cache_dir}:{model_cache_dir}:ro"]
+            after, binds = [], []
+            if cluster is not None:
+                env["RAY_ADDRESS"] = cluster.address
+                mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
+                after = binds = [cluster.head_unit_name]
+            names = list(env) + ([key_var] if env_file else [])
+            text = container_unit_text(
+                component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
+                + (f" (rank {rank})" if spec.topology == "native" else ""),
+                container=f"bws-{spec.name}", image=image,
+                command=engine_argv(spec, model_path, rank, head_fabric),
+                docker_args=docker_args(spec.docker, fabric, names, mounts),
+                environment=env, env_file=env_file, after=after, binds_to=binds,
+                pre_start=[DROP_PAGE_CACHE] if spec.drop_page_cache else [])
+            return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
+                               env_text=env_text, depends_on=deps, opts=pulumi.ResourceOptions(parent=self))
+
+        deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])
+        if spec.topology == "native":
+            # SGLang: the other ranks first, then rank 0 on the head, which answers the API.
+            workers = [unit_for(n, r, deps) for r, n in enumerate(nodes) if r > 0]
+            self.units = [unit_for(head, 0, [*deps, *workers]), *workers]
+        else:
+            self.units = [unit_for(head, 0, deps)]
+
+        address = "127.0.0.1" if str(spec.bind) == "0.0.0.0" else str(spec.bind)
+        request = {"model": spec.served_name, "max_tokens": spec.health.max_tokens, "temperature": 0,
+                   "messages": [{"role": "user", "content": spec.health.prompt}]}
+        self.health = run(
+            f"{spec.name}-health", head, parent=self, depends_on=self.units,
+            create=render("scripts/health-gate.sh.j2", deployment=spec.name, address=address, port=spec.port,
+                          served_name=spec.served_name, unit=unit_name, env_file=env_file, key_var=key_var,
+                          timeout_s=spec.health.timeout_s, request_json=json.dumps(request),
+                          engine_digest=digest(*(u.unit_text for u in self.units))))
+        self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
+        self.sample = self.health.stdout.apply(_completion_text)
+        self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})
+
+
+def _completion_text(stdout: str | None) -> str:
+    for line in reversed((stdout or "").splitlines()):
+        try:
+            reply = json.loads(line)
+            return reply["choices"][0]["message"]["content"] or ""
+        except (ValueError, KeyError, IndexError, TypeError):
+            continue
+    return ""

@@ -1,0 +1,71 @@
+"""ContainerImage builds the derived engine image (base + transformers upgrade layer + pinned pip
+packages) on a node of the base image's arch, under a content-addressed tag. ImageSync puts it
+on every other node that needs it, over the fabric, skipped when the image ID already matches."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pulumi
+
+from .config.schema import FabricSpec, ImageSpec
+from .node import Node
+from .remote import run, tagged_line
+from .render import digest, render
+
+
+def requirements(spec: ImageSpec) -> list[str]:
+    reqs = [f"transformers{spec.transformers}"] if spec.transformers else []
+    return reqs + list(spec.pip)
+
+
+def dockerfile(spec: ImageSpec) -> str:
+    return render("docker/Dockerfile.j2", base=spec.base, requirements=requirements(spec),
+                  ca_bundle=spec.pip_ca_bundle)
+
+
+def image_tag(spec: ImageSpec) -> str:
+    """The tag is the content address of the Dockerfile: same inputs, same tag, no rebuild."""
+    if not requirements(spec):
+        return spec.base
+    return f"blackwell-serving/{spec.name}:{digest(dockerfile(spec))}"
+
+
+class ContainerImage(pulumi.ComponentResource):
+    def __init__(self, spec: ImageSpec, build_node: Node, *, depends_on: Sequence[pulumi.Resource] = (),
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:image:ContainerImage", spec.name, None, opts)
+        self.spec = spec
+        self.tag = image_tag(spec)
+        self.build_node = build_node
+        self.build = run(f"{spec.name}-build", build_node, parent=self, depends_on=depends_on,
+                         create=render("scripts/build-image.sh.j2", tag=self.tag, base=spec.base,
+                                       dockerfile=dockerfile(spec), ca_bundle=spec.pip_ca_bundle,
+                                       pull_only=self.tag == spec.base),
+                         delete=render("scripts/remove-image.sh.j2", tag=self.tag)
+                         if self.tag != spec.base else None)
+        self.image_id = tagged_line(self.build.stdout, "image-id")
+        self.register_outputs({"tag": self.tag, "image_id": self.image_id})
+
+
+def peer_values(source: Node, peer: Node, fabric: FabricSpec | None) -> dict:
+    """What a script on `source` needs to reach `peer` over the fabric (or, without one, over
+    the management network), with the peer's host key pinned."""
+    key = (fabric or FabricSpec(netdev="none")).peer_key
+    return dict(peer_name=peer.name, peer_address=str(peer.spec.fabric_address or peer.spec.host),
+                peer_user=peer.spec.ssh.user, peer_host_key=peer.spec.ssh.host_key, peer_key=key)
+
+
+class ImageSync(pulumi.ComponentResource):
+    def __init__(self, image: ContainerImage, peers: Sequence[Node], fabric: FabricSpec | None,
+                 opts: pulumi.ResourceOptions | None = None):
+        name = f"{image.spec.name}-sync"
+        super().__init__("blackwell:image:ImageSync", name, None, opts)
+        self.copies = {}
+        for peer in peers:
+            values = dict(tag=image.tag, **peer_values(image.build_node, peer, fabric))
+            self.copies[peer.name] = run(f"{name}-{peer.name}", image.build_node, parent=self,
+                                         depends_on=[image.build],
+                                         create=render("scripts/sync-image.sh.j2", **values),
+                                         delete=render("scripts/unsync-image.sh.j2", **values))
+        self.register_outputs({"peers": [p.name for p in peers]})

@@ -1,0 +1,59 @@
+"""ModelCache: a model at its pinned revision in the cache of every node that needs it. Fetched
+once on its fetch node (hub download, an upload from the operator's machine, or a directory
+already there), hashed into a manifest, then copied to peers over the fabric and verified.
+Everything is staged and renamed, so a cache directory is either complete or absent."""
+
+from __future__ import annotations
+
+import os
+from typing import Sequence
+
+import pulumi
+from pulumi_command import remote
+
+from .config.schema import FabricSpec, ModelSpec
+from .image import peer_values
+from .node import Node
+from .remote import run
+from .render import render
+
+
+def cache_paths(spec: ModelSpec) -> tuple[str, str]:
+    """(final, staging) directories of the model on a node."""
+    leaf = f"{spec.repo.replace('/', '--')}--{spec.revision}"
+    return f"{spec.cache_dir}/{leaf}", f"{spec.cache_dir}/.staging/{leaf}"
+
+
+class ModelCache(pulumi.ComponentResource):
+    def __init__(self, spec: ModelSpec, fetch_node: Node, peers: Sequence[Node], fabric: FabricSpec | None,
+                 *, downloader_image: str, hf_token: pulumi.Output[str] | None = None,
+                 depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:model:ModelCache", spec.name, None, opts)
+        self.spec = spec
+        self.path, staging = cache_paths(spec)
+        common = dict(model_name=spec.name, final_dir=self.path, staging_dir=staging)
+        deps = list(depends_on)
+        if spec.source.kind == "local":
+            # SFTP upload into the staging directory; the fetch script below hashes and renames it.
+            upload = remote.CopyToRemote(
+                f"{spec.name}-upload", connection=fetch_node.connection,
+                source=pulumi.FileArchive(os.path.expanduser(spec.source.path)),
+                remote_path=staging,
+                opts=pulumi.ResourceOptions(parent=self, depends_on=deps))
+            deps = [upload]
+        with_token = hf_token is not None and spec.source.kind == "hub"
+        self.fetch = run(
+            f"{spec.name}-fetch", fetch_node, parent=self, depends_on=deps,
+            create=render("scripts/fetch-model.sh.j2", kind=spec.source.kind, repo=spec.repo,
+                          revision=spec.revision, image=downloader_image, with_token=with_token,
+                          source_path=spec.source.path or "", **common),
+            delete=render("scripts/remove-model.sh.j2", **common),
+            stdin=hf_token.apply(lambda t: f"HF_TOKEN={t}\n") if with_token else None)
+        self.ready: dict[str, pulumi.Resource] = {fetch_node.name: self.fetch}
+        for peer in peers:
+            values = dict(**common, **peer_values(fetch_node, peer, fabric))
+            self.ready[peer.name] = run(
+                f"{spec.name}-to-{peer.name}", fetch_node, parent=self, depends_on=[self.fetch],
+                create=render("scripts/sync-model.sh.j2", **values),
+                delete=render("scripts/unsync-model.sh.j2", **values))
+        self.register_outputs({"path": self.path, "nodes": list(self.ready)})

@@ -1,0 +1,44 @@
+"""Node: one machine reached by SSH with a pinned host key. Other components run their
+scripts through its connection; it changes nothing by itself."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pulumi
+from pulumi_command import remote
+
+from .config.schema import NodeSpec
+
+
+class Node(pulumi.ComponentResource):
+    def __init__(self, spec: NodeSpec, private_key: pulumi.Input[str] | None,
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:node:Node", spec.name, None, opts)
+        self.spec = spec
+        self.name = spec.name
+        self.connection = remote.ConnectionArgs(
+            host=spec.host,
+            port=spec.ssh.port,
+            user=spec.ssh.user,
+            private_key=private_key,
+            # Without an explicit key the agent answers (ssh-agent, hardware keys).
+            agent_socket_path=None if private_key is not None else os.environ.get("SSH_AUTH_SOCK"),
+            host_key=spec.ssh.host_key,
+            per_dial_timeout=spec.ssh.connect_timeout_s,
+            dial_error_limit=3,
+        )
+        self.register_outputs({"host": spec.host, "arch": spec.arch})
+
+
+def read_private_key(spec: NodeSpec) -> pulumi.Output[str] | None:
+    """The key named by private_key_path, read now and kept as a secret; None if it is absent
+    (an offline preview on a machine without the operator's keys)."""
+    if not spec.ssh.private_key_path:
+        return None
+    path = Path(os.path.expanduser(spec.ssh.private_key_path))
+    if not path.is_file():
+        pulumi.log.warn(f"node {spec.name}: private key {path} not found; using the SSH agent")
+        return None
+    return pulumi.Output.secret(path.read_text())

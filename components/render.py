@@ -1,0 +1,66 @@
+"""Rendering of every text that runs on a node (units, scripts, Dockerfiles) from templates/.
+
+Python never assembles shell text: templates quote every value with the `q` filter (POSIX
+shell) or `sd` (systemd's command-line syntax, where `$` and `%` are special too).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import shlex
+from functools import lru_cache
+from pathlib import Path
+
+import jinja2
+
+TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+
+
+def shell_quote(value) -> str:
+    return shlex.quote(str(value))
+
+
+def systemd_quote(value) -> str:
+    """One systemd ExecStart= argument: double-quoted, with \\ " escaped and $ % doubled."""
+    text = str(value)
+    if "\n" in text:
+        raise ValueError(f"a newline cannot reach a unit's command line: {text!r}")
+    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("$", "$$").replace("%", "%%")
+    return f'"{text}"'
+
+
+def systemd_env_value(value) -> str:
+    """A value of Environment="NAME=value": quoted as one word, specifiers escaped."""
+    text = str(value)
+    if "\n" in text:
+        raise ValueError(f"a newline cannot reach a unit's environment: {text!r}")
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+
+
+@lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(TEMPLATES)),
+        undefined=jinja2.StrictUndefined,
+        keep_trailing_newline=True,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        autoescape=False,
+    )
+    env.filters["q"] = shell_quote
+    env.filters["sd"] = systemd_quote
+    env.filters["sdenv"] = systemd_env_value
+    return env
+
+
+def render(template: str, **values) -> str:
+    return environment().get_template(template).render(**values)
+
+
+def digest(*parts: str, length: int = 12) -> str:
+    """A short content address of rendered text (image tags, change detection)."""
+    h = hashlib.sha256()
+    for part in parts:
+        h.update(part.encode())
+        h.update(b"\0")
+    return h.hexdigest()[:length]

@@ -1,0 +1,84 @@
+"""ServingStack: the whole stack config as one component, wired in the order the work must
+happen: retire foreign units before anything serves; the image and the model (in parallel);
+their copies to peers; the Ray cluster; the engine; the health gate."""
+
+from __future__ import annotations
+
+import pulumi
+
+from .cluster import RayCluster
+from .config.schema import StackSpec
+from .deployment import Deployment
+from .image import ContainerImage, ImageSync
+from .model import ModelCache
+from .node import Node, read_private_key
+from .secrets import resolve
+from .services import KeptService, RetiredService
+
+
+class ServingStack(pulumi.ComponentResource):
+    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:stack:ServingStack", name, None, opts)
+        child = pulumi.ResourceOptions(parent=self)
+        self.nodes = {n.name: Node(n, self._private_key(i, n), child) for i, n in enumerate(spec.nodes)}
+
+        self.kept = [KeptService(self.nodes[k.node], k.unit, child) for k in spec.keep]
+        self.retired = [RetiredService(self.nodes[r.node], r.unit, spec.state_dir, child) for r in spec.retire]
+        retired_on = {}
+        for r, svc in zip(spec.retire, self.retired):
+            retired_on.setdefault(r.node, []).append(svc)
+
+        # Images and models have no dependency on each other: the engine plans them in parallel.
+        self.images, image_ready = {}, {}
+        for img in spec.images:
+            built = ContainerImage(img, self.nodes[img.build_node], opts=child)
+            peers = [self.nodes[n] for n in img.nodes if n != img.build_node]
+            sync = ImageSync(built, peers, spec.fabric, child) if peers else None
+            self.images[img.name] = built
+            image_ready[img.name] = {img.build_node: built.build,
+                                     **({n: c for n, c in sync.copies.items()} if sync else {})}
+
+        self.models = {}
+        for i, m in enumerate(spec.models):
+            token = resolve(m.hf_token, f"models[{i}].hf_token") if m.hf_token else None
+            self.models[m.name] = ModelCache(
+                m, self.nodes[m.fetch_node], [self.nodes[n] for n in m.nodes if n != m.fetch_node], spec.fabric,
+                downloader_image=self._downloader_image(spec, m.name), hf_token=token, opts=child)
+
+        self.deployments = {}
+        for i, d in enumerate(spec.deployments):
+            nodes = [self.nodes[n] for n in d.nodes]
+            model = self.models[d.model]
+            image = self.images[d.image]
+            ready = [*(image_ready[d.image][n] for n in d.nodes), *(model.ready[n] for n in d.nodes),
+                     *(svc for n in d.nodes for svc in retired_on.get(n, []))]
+            cluster = None
+            if d.topology == "ray":
+                cluster = RayCluster(f"{d.name}-ray", nodes[0], nodes[1:], image=image.tag, fabric=spec.fabric, ray=spec.ray,
+                                     docker=d.docker, state_dir=spec.state_dir,
+                                     mounts=[f"{model.spec.cache_dir}:{model.spec.cache_dir}:ro"],
+                                     depends_on=[*(image_ready[d.image][n] for n in d.nodes),
+                                                 *(svc for n in d.nodes for svc in retired_on.get(n, []))],
+                                     opts=child)
+            api_key = resolve(d.api_key, f"deployments[{i}].api_key") if d.api_key else None
+            self.deployments[d.name] = Deployment(
+                d, nodes, image=image.tag, model_path=model.path, model_cache_dir=model.spec.cache_dir,
+                fabric=spec.fabric, cluster=cluster, api_key=api_key, depends_on=ready, opts=child)
+
+        self.endpoints = {n: d.endpoint for n, d in self.deployments.items()}
+        self.register_outputs({"endpoints": self.endpoints})
+
+    @staticmethod
+    def _private_key(index: int, node):
+        if node.ssh.private_key is not None:
+            return resolve(node.ssh.private_key, f"nodes[{index}].ssh.private_key")
+        return read_private_key(node)
+
+    @staticmethod
+    def _downloader_image(spec: StackSpec, model: str) -> str:
+        """Hub downloads run in the base image of the first deployment that serves the model
+        (engine images carry huggingface_hub), so the node needs nothing installed."""
+        for d in spec.deployments:
+            if d.model == model:
+                return spec.image(d.image).base
+        return spec.images[0].base if spec.images else "python:3.12-slim"
