@@ -1,5 +1,7 @@
 """The Pulumi program: read this stack's config, build the serving stack, export its endpoints."""
 
+import os
+
 import pulumi
 
 from components.config import ConfigError, load_from_pulumi
@@ -7,6 +9,12 @@ from components.stack import ServingStack
 
 try:
     spec = load_from_pulumi()
+    # Offline: a preview that opens no connection to any node (CI previews of hardware stacks).
+    if os.environ.get("BLACKWELL_SERVING_OFFLINE") == "1":
+        spec = spec.model_copy(update={"offline": True})
+    if spec.offline and not pulumi.runtime.is_dry_run():
+        raise ConfigError("offline mode is for previews only; unset BLACKWELL_SERVING_OFFLINE "
+                          "(or blackwell-serving:offline) to change the nodes")
     stack = ServingStack(pulumi.get_stack(), spec)
 except ConfigError as err:
     # A RunError is printed as its message alone: no traceback for a config mistake.

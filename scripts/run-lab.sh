@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# The main job: set everything up, start the lab, then preview and `up` the embedded `lab`
+# stack on the real Pulumi engine, and show the endpoint with a sample completion.
+# Idempotent: run it again and the `up` has nothing to do.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+cd "$repo"
+bash scripts/install-engine.sh
+bash scripts/setup-python.sh
+tests/lab/lab up
+# The lab deployment's API key: random, root-only, made once.
+if [ ! -s tests/lab/.state/api-key ]; then
+  (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' > tests/lab/.state/api-key)
+fi
+# shellcheck source=scripts/env.sh
+source scripts/env.sh
+pulumi stack select --create lab --non-interactive >/dev/null
+echo "== pulumi preview --stack lab (the todo list)"
+pulumi preview --stack lab --non-interactive --diff=false
+echo "== pulumi up --stack lab"
+pulumi up --stack lab --non-interactive --yes --skip-preview
+echo "== endpoint and a sample completion"
+pulumi stack output --stack lab endpoints
+pulumi stack output --stack lab tiny_sample_completion

@@ -1,0 +1,16 @@
+#!/usr/bin/env bash
+# Create .venv with the project's pinned dependencies (pyproject.toml). Idempotent: a second
+# run with unchanged pins does nothing.
+set -euo pipefail
+repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+venv="$repo/.venv"
+stamp="$venv/.pins-$(sha256sum "$repo/pyproject.toml" | cut -c1-16)"
+if [ -e "$stamp" ]; then
+  exit 0
+fi
+echo "[setup] python environment in $venv" >&2
+[ -x "$venv/bin/python" ] || python3 -m venv "$venv"
+"$venv/bin/pip" install --quiet --upgrade pip
+"$venv/bin/pip" install --quiet -e "$repo[test]"
+rm -f "$venv"/.pins-*
+touch "$stamp"
