@@ -134,7 +134,10 @@ case ${1:-} in
     for ((i = 1; i <= n; i++)); do ensure_node "$i" "$image"; done
     for ((i = 1; i <= n; i++)); do wait_node "$i"; done ;;
   down)
-    for name in $(lab_nodes); do remove_node "$name"; done ;;
+    for name in $(lab_nodes); do remove_node "$name"; done
+    for vol in $(docker volume ls -q --filter label=bws.lab=1); do
+      log "node: removing volume $vol"; docker volume rm "$vol" >/dev/null
+    done ;;
   status)
     found=
     for name in $(lab_nodes); do

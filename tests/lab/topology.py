@@ -83,7 +83,7 @@ class Node:
 def node_count() -> int:
     """How many nodes the last `lab up` started (the default when it has not run)."""
     try:
-        return int((STATE_DIR / "nodes").read_text())
+        return int((STATE_DIR / "node-count").read_text())
     except (OSError, ValueError):
         return NODES_DEFAULT
 
