@@ -14,5 +14,9 @@ else
   log "image: building $image"
   docker build -q --build-arg ROOTFS="$rootfs" --label "bws.lab.rootfs=$rootfs" \
     -t "$image" -f "$LAB_DIR/node/Dockerfile" "$LAB_DIR/node" >/dev/null 2> >(grep -v -e DEPRECATED -e 'legacy builder' -e buildx -e '^ *$' >&2)
+  # older node images go, unless a node still runs on one (it is recreated later)
+  for old in $(docker images "$LAB_IMAGE_REPO" --format '{{.Repository}}:{{.Tag}}'); do
+    [[ $old == "$image" ]] || docker rmi "$old" >/dev/null 2>&1 || true
+  done
 fi
 echo "$image"
