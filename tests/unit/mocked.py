@@ -69,3 +69,116 @@ def resolved(output) -> object:
     import asyncio
 
     return asyncio.get_event_loop().run_until_complete(output.future())
+
+
+# ---------------------------------------------------------------------------------------------
+# Snapshots: a whole built graph, with the unit texts and with every secret set to a sentinel.
+
+# The value every secret of a stack takes in tests: it must never show up in a script or argv.
+SENTINEL = "bws-sentinel-2c9f-never-in-plain-text"
+
+
+@dataclass
+class Snapshot:
+    stack: str
+    spec: object
+    serving: object
+    recorder: Recorder
+    units: list  # every SystemdUnit the program created, in creation order
+
+    def commands(self) -> list[Registered]:
+        return [r for r in self.recorder.resources.values() if r.type == "command:remote:Command"]
+
+    def by_name(self, name: str) -> Registered:
+        [found] = [r for r in self.recorder.resources.values() if r.name == name]
+        return found
+
+
+def _secret_refs(value, found: list) -> None:
+    from pydantic import BaseModel
+
+    from components.config.schema import SecretRef
+
+    if isinstance(value, SecretRef):
+        found.append(value)
+    elif isinstance(value, BaseModel):
+        for name in type(value).model_fields:
+            _secret_refs(getattr(value, name), found)
+    elif isinstance(value, (list, tuple)):
+        for v in value:
+            _secret_refs(v, found)
+    elif isinstance(value, dict):
+        for v in value.values():
+            _secret_refs(v, found)
+
+
+def _file_secrets_to_sentinel(spec):
+    """The same spec with every `file:` secret pointing at a file that holds SENTINEL."""
+    import tempfile
+
+    holder = Path(tempfile.mkdtemp(prefix="bws-secret-")) / "secret"
+    holder.write_text(SENTINEL + "\n")
+
+    def swap(value):
+        if isinstance(value, dict):
+            if set(value) == {"config", "env", "file"} and value["file"]:
+                return {**value, "file": str(holder)}
+            return {k: swap(v) for k, v in value.items()}
+        if isinstance(value, list):
+            return [swap(v) for v in value]
+        return value
+
+    return type(spec).model_validate(swap(spec.model_dump()))
+
+
+def snapshot(stack: str, spec=None) -> Snapshot:
+    """Build `stack` (or `spec`, a StackSpec, under that stack's name) under mocks with every
+    secret of the config (env and config references) set to SENTINEL; records the units."""
+    import os
+
+    from components.config.load import PROJECT
+    from components.stack import ServingStack
+    from components.unit import SystemdUnit
+
+    if spec is None:
+        spec = load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
+    refs: list = []
+    _secret_refs(spec, refs)
+    if any(r.file for r in refs):
+        spec = _file_secrets_to_sentinel(spec)
+        refs = []
+        _secret_refs(spec, refs)
+    saved_env = {r.env: os.environ.get(r.env) for r in refs if r.env}
+    units: list = []
+    original_init = SystemdUnit.__init__
+
+    def recording_init(self, *args, **kwargs):
+        original_init(self, *args, **kwargs)
+        units.append(self)
+
+    out: dict = {}
+
+    @pulumi.runtime.test
+    def go():
+        recorder = Recorder()
+        pulumi.runtime.set_mocks(recorder, project=PROJECT, stack=stack, preview=True)
+        recorder.watch(pulumi.runtime.settings.SETTINGS.monitor)
+        for r in refs:
+            if r.config:
+                pulumi.runtime.set_config(f"{PROJECT}:{r.config}", SENTINEL)
+        out["serving"] = ServingStack(stack, spec)
+        out["recorder"] = recorder
+
+    try:
+        for name in saved_env:
+            os.environ[name] = SENTINEL
+        SystemdUnit.__init__ = recording_init
+        go()
+    finally:
+        SystemdUnit.__init__ = original_init
+        for name, value in saved_env.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+    return Snapshot(stack, spec, out["serving"], out["recorder"], units)

@@ -1,0 +1,363 @@
+"""Tier 1: each stack's component graph under Pulumi mocks — parents and names, the order of the
+work (dependencies), the node each command runs on, the engine command lines, and secrets kept
+out of every script and argv."""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+import re
+
+import pulumi
+import pytest
+
+from tests.unit import systemd_syntax
+from tests.unit.mocked import SENTINEL, STACKS, snapshot
+
+_CACHE: dict = {}
+
+
+def snap(stack: str):
+    if stack not in _CACHE:
+        _CACHE[stack] = snapshot(stack)
+    return _CACHE[stack]
+
+
+def urn_type_name(urn: str) -> tuple[str, str]:
+    """(type, name) of a URN: urn:pulumi:<stack>::<project>::<parent$…$type>::<name>."""
+    parts = urn.split("::")
+    return parts[2].split("$")[-1], "::".join(parts[3:])
+
+
+def parent_of(s, r):
+    if not r.parent:
+        return None
+    typ, name = urn_type_name(r.parent)
+    return s.recorder.resources.get(f"{typ}::{name}")
+
+
+def dep_names(r) -> set[str]:
+    return {urn_type_name(d)[1] for d in r.depends_on}
+
+
+def closure(s, name: str) -> set[str]:
+    """Every resource `name` waits for, directly or through the resources it waits for."""
+    seen: set[str] = set()
+    todo = [name]
+    while todo:
+        for d in dep_names(s.by_name(todo.pop())):
+            if d not in seen:
+                seen.add(d)
+                todo.append(d)
+    return seen
+
+
+def host_of(r) -> str:
+    conn = r.inputs["connection"]
+    conn = conn.get("value", conn)  # the whole connection is a secret (it may carry a key)
+    return conn["host"]
+
+
+def engine_argv(unit_text: str) -> list[str]:
+    [start] = systemd_syntax.values(unit_text, "Service", "ExecStart")
+    return systemd_syntax.exec_argv(start)
+
+
+def has_flag(argv: list[str], *flag_and_values: str) -> bool:
+    n = len(flag_and_values)
+    return any(argv[i:i + n] == list(flag_and_values) for i in range(len(argv) - n + 1))
+
+
+def flag_value(argv: list[str], flag: str) -> str:
+    assert flag in argv, f"{flag} missing from {argv}"
+    return argv[argv.index(flag) + 1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Every stack
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_type_tokens_name_real_component_classes(stack):
+    s = snap(stack)
+    components = [r for r in s.recorder.resources.values() if not r.type.startswith("command:")]
+    assert components
+    for r in components:
+        m = re.fullmatch(r"blackwell:([a-z_]+):([A-Z][A-Za-z]+)", r.type)
+        assert m, f"{r.name}: type token {r.type!r} is not blackwell:<module>:<Type>"
+        module = importlib.import_module(f"components.{m.group(1)}")
+        cls = getattr(module, m.group(2), None)
+        assert inspect.isclass(cls) and issubclass(cls, pulumi.ComponentResource), \
+            f"{r.type}: no ComponentResource {m.group(2)} in components/{m.group(1)}.py"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_resource_is_parented_and_named_from_its_component(stack):
+    s = snap(stack)
+    [root] = [r for r in s.recorder.resources.values() if r.type == "blackwell:stack:ServingStack"]
+    assert root.name == stack
+    for r in s.recorder.resources.values():
+        if r is root:
+            continue
+        parent = parent_of(s, r)
+        assert parent is not None, f"{r.type} {r.name} has no parent inside the stack (parent={r.parent!r})"
+        assert parent.type.startswith("blackwell:"), f"{r.name}: parent {parent.type} is not one of our components"
+        if r.type.startswith("command:"):
+            assert parent is not root, f"command {r.name} hangs off the stack instead of its component"
+        if parent is not root:
+            assert r.name.startswith(parent.name + "-"), \
+                f"{r.type} {r.name} is not named from its component {parent.name}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_command_targets_a_node_of_the_stack_with_its_pinned_host_key(stack):
+    s = snap(stack)
+    nodes = {n.host: n for n in s.spec.nodes}
+    assert s.commands()
+    for r in s.commands():
+        conn = r.inputs["connection"].get("value", r.inputs["connection"])
+        assert conn["host"] in nodes, f"{r.name} targets unknown host {conn['host']}"
+        node = nodes[conn["host"]]
+        assert conn["hostKey"] == node.ssh.host_key, f"{r.name}: host key not pinned to {node.name}'s"
+        assert conn["user"] == node.ssh.user and int(conn["port"]) == node.ssh.port
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_every_command_targets_the_node_its_component_is_about(stack):
+    """Units, retired and kept services run on their own node; builds and fetches on theirs."""
+    s = snap(stack)
+    host = {n.name: n.host for n in s.spec.nodes}
+    for u in s.units:
+        assert host_of(s.by_name(f"{u._name}-install")) == host[u.node.name]
+    for ref in [*s.spec.retire, *s.spec.keep]:
+        stem = f"{ref.node}-{ref.unit.removesuffix('.service')}"
+        cmd = s.by_name(f"{stem}-retire" if ref in s.spec.retire else f"{stem}-check")
+        assert host_of(cmd) == host[ref.node]
+    for img in s.spec.images:
+        assert host_of(s.by_name(f"{img.name}-build")) == host[img.build_node]
+    for m in s.spec.models:
+        assert host_of(s.by_name(f"{m.name}-fetch")) == host[m.fetch_node]
+    for d in s.spec.deployments:
+        assert host_of(s.by_name(f"{d.name}-health")) == host[d.nodes[0]]
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_serving_waits_for_retire_image_model_and_comes_before_its_health_gate(stack):
+    s = snap(stack)
+    for d in s.spec.deployments:
+        engine = [u for u in s.units if u._name.startswith(f"{d.name}-") and u.unit_name == f"bws-{d.name}.service"]
+        assert {u.node.name for u in engine} == set(d.nodes if d.topology == "native" else d.nodes[:1])
+        retired = {f"{r.node}-{r.unit.removesuffix('.service')}-retire" for r in s.spec.retire if r.node in d.nodes}
+        image, model = s.spec.image(d.image), s.spec.model(d.model)
+        for u in engine:
+            waits = closure(s, f"{u._name}-install")
+            assert retired <= waits, f"{u.unit_name} may start before {retired - waits} is stopped"
+            assert f"{image.name}-build" in waits and f"{model.name}-fetch" in waits
+            for n in d.nodes:
+                if n != image.build_node:
+                    assert f"{image.name}-sync-{n}" in waits
+                if n != model.fetch_node:
+                    assert f"{model.name}-to-{n}" in waits
+            assert f"{u._name}-install" in dep_names(s.by_name(f"{d.name}-health"))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_image_build_and_model_fetch_run_in_parallel(stack):
+    s = snap(stack)
+    for img in s.spec.images:
+        for m in s.spec.models:
+            assert f"{m.name}-fetch" not in closure(s, f"{img.name}-build")
+            assert f"{img.name}-build" not in closure(s, f"{m.name}-fetch")
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_kept_services_are_only_looked_at(stack):
+    s = snap(stack)
+    for k in s.spec.keep:
+        comp = s.by_name(f"{k.node}-{k.unit.removesuffix('.service')}")
+        assert comp.type == "blackwell:services:KeptService"
+        children = [r for r in s.recorder.resources.values() if parent_of(s, r) is comp]
+        assert [c.type for c in children] == ["command:remote:Command"]
+        [check] = children
+        assert not check.inputs.get("delete"), "a kept service must have nothing to do on destroy"
+        script = check.inputs["create"]
+        assert check.inputs.get("update", script) == script
+        verbs = re.findall(r"systemctl\s+(\S+)", script)
+        assert verbs and set(verbs) <= {"is-active", "show"}, f"kept-service check does more than look: {verbs}"
+        assert not re.search(r"\b(kill|docker|rm|mv|stop|restart|disable|mask)\b", script.split("\n", 3)[-1])
+        # No other command of the stack names the kept unit at all.
+        for r in s.commands():
+            if r is not check:
+                for key in ("create", "update", "delete"):
+                    assert k.unit not in (r.inputs.get(key) or ""), f"{r.name} touches kept unit {k.unit}"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_secrets_never_reach_a_script_argv_or_unit_in_plain_text(stack):
+    s = snap(stack)
+    secret_sig = "4dabf18193072939515e22adb298388d"  # pulumi's special signature key
+
+    def plain_occurrences(value, path, found):
+        if isinstance(value, dict):
+            if value.get(secret_sig):  # a secret: allowed to carry it
+                return
+            for k, v in value.items():
+                plain_occurrences(v, f"{path}.{k}", found)
+        elif isinstance(value, (list, tuple)):
+            for i, v in enumerate(value):
+                plain_occurrences(v, f"{path}[{i}]", found)
+        elif isinstance(value, str) and SENTINEL in value:
+            found.append(path)
+
+    leaks: list[str] = []
+    for r in s.recorder.resources.values():
+        for key in ("create", "update", "delete"):
+            assert SENTINEL not in (r.inputs.get(key) or ""), f"secret in the {key} script of {r.name}"
+        plain_occurrences(r.inputs, r.name, leaks)
+    assert not leaks, f"secret in plain text at {leaks}"
+    for u in s.units:
+        assert SENTINEL not in u.unit_text, f"secret in unit {u.unit_name}"
+
+    # The secrets did travel — as secret stdin — so this test can see a leak when there is one.
+    carriers = [r for r in s.commands() if SENTINEL in str(r.inputs.get("stdin", ""))]
+    secrets = [m for m in s.spec.models if m.hf_token and m.source.kind == "hub"] + \
+              [d for d in s.spec.deployments if d.api_key]
+    assert bool(carriers) == bool(secrets)
+    for r in carriers:
+        assert r.inputs["stdin"].get(secret_sig), f"{r.name}: stdin with a secret is not marked secret"
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_units_env_file_holds_the_api_key_not_the_command_line(stack):
+    s = snap(stack)
+    for d in s.spec.deployments:
+        for u in s.units:
+            if u.unit_name != f"bws-{d.name}.service":
+                continue
+            argv = engine_argv(u.unit_text)
+            assert "--api-key" not in argv
+            if d.api_key:
+                assert systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile") == \
+                    [f"/etc/blackwell-serving/{d.name}.env"]
+
+
+# ---------------------------------------------------------------------------------------------
+# spark-duo: two Sparks, vLLM TP 2 over Ray on the RoCE fabric
+
+DUO = "spark-duo"
+HEAD, SECOND = "spark-1a32", "spark-5be3"
+DUO_RETIRE = [f"{HEAD}-vllm-cluster-retire", f"{HEAD}-vllm-proxy-retire", f"{HEAD}-vllm-reranker-retire"]
+
+
+def test_duo_retire_before_ray_head_and_engine():
+    s = snap(DUO)
+    for unit in (f"qwen35-ray-head-{HEAD}-install", f"qwen35-{HEAD}-install"):
+        assert set(DUO_RETIRE) <= dep_names(s.by_name(unit)), unit
+
+
+def test_duo_ray_worker_after_head():
+    s = snap(DUO)
+    assert f"qwen35-ray-head-{HEAD}-install" in dep_names(s.by_name(f"qwen35-ray-worker-{SECOND}-install"))
+    assert {f"qwen35-ray-head-{HEAD}-install", f"qwen35-ray-worker-{SECOND}-install"} <= \
+        dep_names(s.by_name("qwen35-ray-ready"))
+
+
+def test_duo_engine_after_copies_to_the_secondary_and_ray_ready():
+    s = snap(DUO)
+    deps = dep_names(s.by_name(f"qwen35-{HEAD}-install"))
+    assert {f"vllm-qwen35-sync-{SECOND}", f"qwen35-122b-to-{SECOND}", "qwen35-ray-ready"} <= deps
+    assert dep_names(s.by_name("qwen35-health")) == {f"qwen35-{HEAD}-install"}
+
+
+def test_duo_model_fetch_and_image_build_are_independent():
+    s = snap(DUO)
+    assert "qwen35-122b-fetch" not in closure(s, "vllm-qwen35-build")
+    assert "vllm-qwen35-build" not in closure(s, "qwen35-122b-fetch")
+    assert closure(s, "vllm-qwen35-build") == set() and closure(s, "qwen35-122b-fetch") == set()
+
+
+def test_duo_kept_embeddings_only_checked():
+    s = snap(DUO)
+    kept = [r for r in s.commands() if "vllm-embeddings" in r.name]
+    assert [r.name for r in kept] == [f"{SECOND}-vllm-embeddings-check"]
+    assert host_of(kept[0]) == SECOND and "delete" not in kept[0].inputs
+
+
+def test_duo_commands_target_the_right_node():
+    s = snap(DUO)
+    expected = {
+        **{n: HEAD for n in DUO_RETIRE},
+        f"{SECOND}-vllm-embeddings-check": SECOND,
+        "vllm-qwen35-build": HEAD,
+        f"vllm-qwen35-sync-{SECOND}": HEAD,         # pushed from the build node over the fabric
+        "qwen35-122b-fetch": HEAD,
+        f"qwen35-122b-to-{SECOND}": HEAD,
+        f"qwen35-ray-head-{HEAD}-install": HEAD,
+        f"qwen35-ray-worker-{SECOND}-install": SECOND,
+        "qwen35-ray-ready": HEAD,
+        f"qwen35-{HEAD}-install": HEAD,
+        "qwen35-health": HEAD,
+    }
+    assert {r.name: host_of(r) for r in s.commands()} == expected
+
+
+def test_duo_copies_go_over_the_fabric():
+    s = snap(DUO)
+    for name in (f"vllm-qwen35-sync-{SECOND}", f"qwen35-122b-to-{SECOND}"):
+        script = s.by_name(name).inputs["create"]
+        assert "root@192.168.200.13" in script and "spark-5be3 " not in script
+
+
+def test_duo_vllm_command_line():
+    s = snap(DUO)
+    [unit] = [u for u in s.units if u.unit_name == "bws-qwen35.service"]
+    argv = engine_argv(unit.unit_text)
+    assert argv[:3] == ["/usr/bin/docker", "run", "--rm"]
+    serve = argv[argv.index("vllm"):]
+    assert serve[:2] == ["vllm", "serve"]
+    assert has_flag(serve, "--tensor-parallel-size", "2")
+    assert has_flag(serve, "--distributed-executor-backend", "ray")
+    assert has_flag(serve, "--served-model-name", "qwen3.5-122b")
+    assert has_flag(serve, "--tool-call-parser", "qwen3_coder") and has_flag(serve, "--reasoning-parser", "qwen3")
+    env = systemd_syntax.environment(unit.unit_text)
+    assert env["RAY_ADDRESS"] == "192.168.200.12:6379"
+    assert env["NCCL_SOCKET_IFNAME"] == env["GLOO_SOCKET_IFNAME"] == "enp1s0f1np1"
+    assert env["VLLM_HOST_IP"] == "192.168.200.12"
+
+
+def test_duo_ray_units_bind_to_fabric_addresses():
+    s = snap(DUO)
+    units = {u.node.name: u for u in s.units if "-ray-" in u._name}
+    head = engine_argv(units[HEAD].unit_text)
+    worker = engine_argv(units[SECOND].unit_text)
+    assert "--head" in head and "--node-ip-address=192.168.200.12" in head
+    assert "--address=192.168.200.12:6379" in worker and "--node-ip-address=192.168.200.13" in worker
+    assert systemd_syntax.environment(units[SECOND].unit_text)["VLLM_HOST_IP"] == "192.168.200.13"
+
+
+# ---------------------------------------------------------------------------------------------
+# rtxpro-quad: one box, four RTX PRO 6000, SGLang NVFP4 TP 4
+
+
+def test_quad_sglang_command_line():
+    s = snap("rtxpro-quad")
+    [unit] = [u for u in s.units if u.unit_name == "bws-qwen35-397b.service"]
+    argv = engine_argv(unit.unit_text)
+    launch = argv[argv.index("python3"):]
+    assert launch[:3] == ["python3", "-m", "sglang.launch_server"]
+    assert has_flag(launch, "--quantization", "modelopt_fp4")
+    assert has_flag(launch, "--moe-runner-backend", "flashinfer_cutlass")
+    assert flag_value(launch, "--fp4-gemm-backend") in {"flashinfer_cudnn", "flashinfer_cutlass"}
+    assert has_flag(launch, "--tp", "4")
+    assert has_flag(launch, "--tool-call-parser", "qwen3_coder") and has_flag(launch, "--reasoning-parser", "qwen3")
+    assert "--enable-hierarchical-cache" in launch and float(flag_value(launch, "--hicache-ratio")) > 0
+    assert "--nnodes" not in launch
+    assert has_flag(argv, "--shm-size", "64g") and has_flag(argv, "--gpus", "all")
+
+
+def test_quad_order_and_nodes():
+    s = snap("rtxpro-quad")
+    assert {host_of(r) for r in s.commands()} == {"llm-server"}
+    deps = dep_names(s.by_name("qwen35-397b-llm-server-install"))
+    assert {"llm-server-sglang-kimi-retire", "sglang-cu13-build", "qwen35-397b-fetch"} <= deps
+    assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install"}
