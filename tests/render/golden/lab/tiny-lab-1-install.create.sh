@@ -1,0 +1,125 @@
+#!/usr/bin/env bash
+# Install (or update) a systemd unit we own, then (re)start it. The engine runs this only when
+# the unit's content changed, so a converged node never sees a restart.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'unit bws-tiny.service' "$*" >&2; }
+unit_path=/etc/systemd/system/bws-tiny.service
+env_path=/etc/blackwell-serving/tiny.env
+install -d -m 0700 "$(dirname "$env_path")"
+# Secrets arrive on stdin only; written root-only, then moved into place.
+umask 077
+cat > "$env_path.tmp"
+chmod 0600 "$env_path.tmp"
+mv -f "$env_path.tmp" "$env_path"
+umask 022
+cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
+# Managed by blackwell-serving (Deployment tiny); edits are drift and are reverted by `pulumi up`.
+[Unit]
+Description=blackwell-serving vllm tiny
+After=docker.service network-online.target bws-tiny-ray-head.service
+Wants=network-online.target
+Requires=docker.service bws-tiny-ray-head.service
+BindsTo=bws-tiny-ray-head.service
+
+[Service]
+Type=simple
+Environment="NCCL_SOCKET_IFNAME=eth1"
+Environment="GLOO_SOCKET_IFNAME=eth1"
+Environment="TP_SOCKET_IFNAME=eth1"
+Environment="UCX_NET_DEVICES=eth1"
+Environment="NCCL_IB_GID_INDEX=3"
+Environment="NCCL_IB_DISABLE=1"
+Environment="VLLM_HOST_IP=198.19.0.11"
+Environment="SGLANG_HOST_IP=198.19.0.11"
+Environment="RAY_NODE_IP_ADDRESS=198.19.0.11"
+Environment="HF_HUB_OFFLINE=1"
+Environment="VLLM_CPU_KVCACHE_SPACE=1"
+Environment="RAY_ADDRESS=198.19.0.11:6379"
+EnvironmentFile=/etc/blackwell-serving/tiny.env
+ExecStartPre=-/usr/bin/docker rm -f "bws-tiny"
+ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
+  "--network" \
+  "host" \
+  "--ipc" \
+  "host" \
+  "--init" \
+  "--shm-size" \
+  "2g" \
+  "--ulimit" \
+  "memlock=-1:-1" \
+  "-v" \
+  "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
+  "-v" \
+  "/var/lib/blackwell-serving/ray/tiny-ray:/tmp/ray" \
+  "-e" \
+  "NCCL_SOCKET_IFNAME" \
+  "-e" \
+  "GLOO_SOCKET_IFNAME" \
+  "-e" \
+  "TP_SOCKET_IFNAME" \
+  "-e" \
+  "UCX_NET_DEVICES" \
+  "-e" \
+  "NCCL_IB_GID_INDEX" \
+  "-e" \
+  "NCCL_IB_DISABLE" \
+  "-e" \
+  "VLLM_HOST_IP" \
+  "-e" \
+  "SGLANG_HOST_IP" \
+  "-e" \
+  "RAY_NODE_IP_ADDRESS" \
+  "-e" \
+  "HF_HUB_OFFLINE" \
+  "-e" \
+  "VLLM_CPU_KVCACHE_SPACE" \
+  "-e" \
+  "RAY_ADDRESS" \
+  "-e" \
+  "VLLM_API_KEY" \
+  "blackwell-serving/vllm-lab:2b5ceeb6797a" \
+  "vllm" \
+  "serve" \
+  "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1" \
+  "--served-model-name" \
+  "tiny-llama" \
+  "--host" \
+  "0.0.0.0" \
+  "--port" \
+  "8000" \
+  "--tensor-parallel-size" \
+  "2" \
+  "--pipeline-parallel-size" \
+  "1" \
+  "--gpu-memory-utilization" \
+  "0.8" \
+  "--max-model-len" \
+  "256" \
+  "--kv-cache-dtype" \
+  "auto" \
+  "--distributed-executor-backend" \
+  "ray" \
+  "--enforce-eager" \
+  "--dtype" \
+  "bfloat16"
+ExecStop=/usr/bin/docker stop -t 30 "bws-tiny"
+Restart=on-failure
+RestartSec=10
+TimeoutStartSec=infinity
+TimeoutStopSec=60
+
+[Install]
+WantedBy=multi-user.target
+BWS_UNIT_EOF
+mv -f "$unit_path.tmp" "$unit_path"
+systemctl daemon-reload
+systemctl enable bws-tiny.service >/dev/null 2>&1
+log "restarting"
+systemctl restart bws-tiny.service
+sleep 2
+if ! systemctl is-active --quiet bws-tiny.service; then
+  log "did not stay up; last lines of its journal:"
+  journalctl -u bws-tiny.service -n 30 --no-pager >&2 || true
+  exit 1
+fi
+log "active"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Copy the cached model to a peer over the fabric: skipped when the peer's manifest matches;
+# otherwise rsync'd (resumable) into the peer's staging directory, verified there against the
+# manifest, then renamed into place. Arguments of `peer` are quoted twice (here, and there).
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'model tiny -> lab-2' "$*" >&2; }
+peer_known_hosts=$(mktemp)
+trap 'rm -f "$peer_known_hosts"' EXIT
+printf '%s %s\n' 198.19.0.12 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPRTDOYX0EbHaFlesNRb4u2zayIVA/2Yw/GedRwZ+NTm' > "$peer_known_hosts"
+peer() {
+  ssh -i /root/.ssh/id_ed25519 -o BatchMode=yes -o ConnectTimeout=10 -o StrictHostKeyChecking=yes \
+      -o UserKnownHostsFile="$peer_known_hosts" -o Compression=no \
+      root@198.19.0.12 "$@"
+}
+final=/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
+manifest="$final/.blackwell-manifest.sha256"
+if peer cat /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1/.blackwell-manifest.sha256 2>/dev/null | cmp -s - "$manifest"; then
+  log "already there"
+  exit 0
+fi
+log "copying $(du -sh "$final" | cut -f1) over the fabric"
+peer mkdir -p /var/lib/blackwell-serving/models/.staging/blackwell-lab--tiny-llama--lab-v1
+rsync -a --partial --inplace --info=progress2 --no-inc-recursive \
+  -e "ssh -i /root/.ssh/id_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$peer_known_hosts -o Compression=no" \
+  "$final/" root@198.19.0.12:/var/lib/blackwell-serving/models/.staging/blackwell-lab--tiny-llama--lab-v1/ >&2
+log "verifying on the peer"
+peer 'cd /var/lib/blackwell-serving/models/.staging/blackwell-lab--tiny-llama--lab-v1 && sha256sum -c --quiet .blackwell-manifest.sha256 && rm -rf /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1 && mv /var/lib/blackwell-serving/models/.staging/blackwell-lab--tiny-llama--lab-v1 /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1'
+log "copied and verified"

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Build the derived engine image on its build node (or only pull the base when nothing is added). The tag is the content address of the
+# Dockerfile, so an existing tag means the work is done. The image is built under a staging tag
+# and tagged for real only after it passed its check: nothing half-built carries the real tag.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/vllm-lab:2b5ceeb6797a' "$*" >&2; }
+if id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null); then
+  log "already built"
+  echo "image-id=$id"
+  exit 0
+fi
+if ! docker image inspect 198.18.0.1:5000/lab/vllm-cpu:0.32.0 >/dev/null 2>&1; then
+  log "pulling base image"
+  docker pull 198.18.0.1:5000/lab/vllm-cpu:0.32.0 >&2
+fi
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+cat > "$ctx/Dockerfile" <<'BWS_DOCKERFILE_EOF'
+# Derived engine image: the base engine plus a transformers upgrade layer and pinned pip packages.
+# Rendered by blackwell-serving; its content address is the image tag.
+FROM 198.18.0.1:5000/lab/vllm-cpu:0.32.0
+# CA bundle of the build network's TLS proxy, for pip only.
+COPY pip-ca.crt /etc/blackwell-pip-ca.crt
+ENV PIP_CERT=/etc/blackwell-pip-ca.crt
+RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5' \
+ && python3 -c "import transformers; print('transformers', transformers.__version__)"
+LABEL org.blackwell-serving.base=198.18.0.1:5000/lab/vllm-cpu:0.32.0
+BWS_DOCKERFILE_EOF
+cp /etc/ssl/certs/ca-certificates.crt "$ctx/pip-ca.crt"
+log "building (progress below)"
+docker build --network host -t blackwell-serving/vllm-lab:2b5ceeb6797a-staging "$ctx" >&2
+docker tag blackwell-serving/vllm-lab:2b5ceeb6797a-staging blackwell-serving/vllm-lab:2b5ceeb6797a
+docker rmi blackwell-serving/vllm-lab:2b5ceeb6797a-staging >/dev/null
+echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a)"

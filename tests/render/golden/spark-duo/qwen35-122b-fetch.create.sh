@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Put the model in this node's cache at its pinned revision: downloaded from the hub, taken from
+# a directory already on the node, or finished after an upload to the staging directory.
+# Work happens in a staging directory, is hashed into a manifest, then renamed into place.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'model qwen35-122b' "$*" >&2; }
+final=/var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
+staging=/var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
+if [ -f "$final/.blackwell-manifest.sha256" ]; then
+  log "already cached at $final"
+  exit 0
+fi
+install -d -m 0755 "$(dirname "$final")" "$(dirname "$staging")"
+mkdir -p "$staging"
+token_file=$(mktemp)
+trap 'rm -f "$token_file"' EXIT
+chmod 0600 "$token_file"
+cat > "$token_file"   # HF_TOKEN=… arrives on stdin, never in argv
+log "downloading Qwen/Qwen3.5-122B-A10B-FP8@0000000000000000000000000000000000000000 (progress below)"
+docker run --rm --network host -v "$staging":/dest --env-file "$token_file" \
+  --entrypoint python3 nvcr.io/nvidia/vllm:26.02-py3 -c \
+  'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/dest")' \
+  Qwen/Qwen3.5-122B-A10B-FP8 0000000000000000000000000000000000000000 >&2
+rm -rf "$staging/.cache"
+log "hashing files for the manifest"
+(cd "$staging" && find . -type f ! -name .blackwell-manifest.sha256 -print0 | sort -z \
+   | xargs -0 -r sha256sum) > "$staging/.blackwell-manifest.sha256.tmp"
+mv -f "$staging/.blackwell-manifest.sha256.tmp" "$staging/.blackwell-manifest.sha256"
+rm -rf "$final"
+mv "$staging" "$final"
+log "cached at $final ($(du -sh "$final" | cut -f1))"

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Copy the cached model to a peer over the fabric: skipped when the peer's manifest matches;
+# otherwise rsync'd (resumable) into the peer's staging directory, verified there against the
+# manifest, then renamed into place. Arguments of `peer` are quoted twice (here, and there).
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'model qwen35-122b -> spark-5be3' "$*" >&2; }
+peer_known_hosts=$(mktemp)
+trap 'rm -f "$peer_known_hosts"' EXIT
+printf '%s %s\n' 192.168.200.13 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ3rWm2yq0G7w8s0c6XbQf7l0p2F7m9m4TtQ8VbAzg2B' > "$peer_known_hosts"
+peer() {
+  ssh -i /root/.ssh/id_ed25519 -o BatchMode=yes -o ConnectTimeout=10 -o StrictHostKeyChecking=yes \
+      -o UserKnownHostsFile="$peer_known_hosts" -o Compression=no \
+      root@192.168.200.13 "$@"
+}
+final=/var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
+manifest="$final/.blackwell-manifest.sha256"
+if peer cat /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000/.blackwell-manifest.sha256 2>/dev/null | cmp -s - "$manifest"; then
+  log "already there"
+  exit 0
+fi
+log "copying $(du -sh "$final" | cut -f1) over the fabric"
+peer mkdir -p /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
+rsync -a --partial --inplace --info=progress2 --no-inc-recursive \
+  -e "ssh -i /root/.ssh/id_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=$peer_known_hosts -o Compression=no" \
+  "$final/" root@192.168.200.13:/var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000/ >&2
+log "verifying on the peer"
+peer 'cd /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 && sha256sum -c --quiet .blackwell-manifest.sha256 && rm -rf /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 && mv /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000'
+log "copied and verified"

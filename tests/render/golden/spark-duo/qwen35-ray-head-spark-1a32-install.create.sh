@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Install (or update) a systemd unit we own, then (re)start it. The engine runs this only when
+# the unit's content changed, so a converged node never sees a restart.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'unit bws-qwen35-ray-head.service' "$*" >&2; }
+unit_path=/etc/systemd/system/bws-qwen35-ray-head.service
+cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
+# Managed by blackwell-serving (RayCluster qwen35-ray); edits are drift and are reverted by `pulumi up`.
+[Unit]
+Description=blackwell-serving Ray head (qwen35-ray)
+After=docker.service network-online.target
+Wants=network-online.target
+Requires=docker.service
+
+[Service]
+Type=simple
+Environment="NCCL_SOCKET_IFNAME=enp1s0f1np1"
+Environment="GLOO_SOCKET_IFNAME=enp1s0f1np1"
+Environment="TP_SOCKET_IFNAME=enp1s0f1np1"
+Environment="UCX_NET_DEVICES=enp1s0f1np1"
+Environment="NCCL_IB_GID_INDEX=3"
+Environment="NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"
+Environment="VLLM_HOST_IP=192.168.200.12"
+Environment="SGLANG_HOST_IP=192.168.200.12"
+Environment="RAY_NODE_IP_ADDRESS=192.168.200.12"
+ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/qwen35-ray"
+ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35-ray-head"
+ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-ray-head" \
+  "--network" \
+  "host" \
+  "--ipc" \
+  "host" \
+  "--gpus" \
+  "all" \
+  "--init" \
+  "--shm-size" \
+  "32g" \
+  "--ulimit" \
+  "memlock=-1:-1" \
+  "--device" \
+  "/dev/infiniband" \
+  "--cap-add" \
+  "IPC_LOCK" \
+  "-v" \
+  "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
+  "-v" \
+  "/var/lib/blackwell-serving/ray/qwen35-ray:/tmp/ray" \
+  "-e" \
+  "NCCL_SOCKET_IFNAME" \
+  "-e" \
+  "GLOO_SOCKET_IFNAME" \
+  "-e" \
+  "TP_SOCKET_IFNAME" \
+  "-e" \
+  "UCX_NET_DEVICES" \
+  "-e" \
+  "NCCL_IB_GID_INDEX" \
+  "-e" \
+  "NCCL_IB_HCA" \
+  "-e" \
+  "VLLM_HOST_IP" \
+  "-e" \
+  "SGLANG_HOST_IP" \
+  "-e" \
+  "RAY_NODE_IP_ADDRESS" \
+  "blackwell-serving/vllm-qwen35:103543d29b70" \
+  "ray" \
+  "start" \
+  "--head" \
+  "--block" \
+  "--node-ip-address=192.168.200.12" \
+  "--port=6379" \
+  "--object-store-memory=4294967296" \
+  "--include-dashboard=false" \
+  "--disable-usage-stats"
+ExecStop=/usr/bin/docker stop -t 30 "bws-qwen35-ray-head"
+Restart=always
+RestartSec=10
+TimeoutStartSec=infinity
+TimeoutStopSec=60
+
+[Install]
+WantedBy=multi-user.target
+BWS_UNIT_EOF
+mv -f "$unit_path.tmp" "$unit_path"
+systemctl daemon-reload
+systemctl enable bws-qwen35-ray-head.service >/dev/null 2>&1
+log "restarting"
+systemctl restart bws-qwen35-ray-head.service
+sleep 2
+if ! systemctl is-active --quiet bws-qwen35-ray-head.service; then
+  log "did not stay up; last lines of its journal:"
+  journalctl -u bws-qwen35-ray-head.service -n 30 --no-pager >&2 || true
+  exit 1
+fi
+log "active"

@@ -1,0 +1,89 @@
+"""Tier 2: every rendered script passes `bash -n` and `shellcheck -s bash` (all severities, no
+exclusions); every rendered unit passes `systemd-analyze verify` next to the other units of its
+node (so that After=/Requires=/BindsTo= between our units resolve) — which also checks that each
+ExecStart= program exists (/usr/bin/docker: Debian's docker.io on this machine)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.render.golden import render_stack, unit_placements
+from tests.unit.mocked import STACKS
+
+SHELLCHECK = shutil.which("shellcheck")
+SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
+needs_shellcheck = pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (apt-get install shellcheck)")
+needs_systemd = pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed (apt-get install systemd)")
+
+
+def shellcheck(folder: Path, names: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([SHELLCHECK, "-s", "bash", "-S", "style", "-f", "gcc", *names],
+                          cwd=folder, capture_output=True, text=True, timeout=60)
+
+
+def verify_units(folder: Path, names: list[str]) -> subprocess.CompletedProcess:
+    return subprocess.run([SYSTEMD_ANALYZE, "verify", "--man=no", *(f"./{n}" for n in names)],
+                          cwd=folder, capture_output=True, text=True, timeout=60)
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_scripts_parse_with_bash(stack, tmp_path):
+    for name, text in render_stack(stack).items():
+        if name.endswith(".sh"):
+            (tmp_path / name).write_text(text)
+            done = subprocess.run(["bash", "-n", name], cwd=tmp_path, capture_output=True, text=True)
+            assert done.returncode == 0, f"{stack}/{name}: {done.stderr}"
+
+
+@needs_shellcheck
+@pytest.mark.parametrize("stack", STACKS)
+def test_scripts_pass_shellcheck(stack, tmp_path):
+    scripts = {n: t for n, t in render_stack(stack).items() if n.endswith(".sh")}
+    assert scripts
+    for name, text in scripts.items():
+        assert text.startswith("#!/usr/bin/env bash\n"), f"{name}: no bash shebang"
+        (tmp_path / name).write_text(text)
+    done = shellcheck(tmp_path, sorted(scripts))
+    assert done.returncode == 0 and not done.stdout.strip(), f"{stack}:\n{done.stdout}{done.stderr}"
+
+
+@needs_systemd
+@pytest.mark.parametrize("stack", STACKS)
+def test_units_pass_systemd_analyze_verify(stack):
+    renders = render_stack(stack)
+    by_node: dict[str, list[tuple[str, str]]] = {}
+    for node, unit_name, golden_name in unit_placements(stack):
+        by_node.setdefault(node, []).append((unit_name, renders[golden_name]))
+    assert by_node
+    for node, units in by_node.items():
+        with tempfile.TemporaryDirectory() as d:
+            for unit_name, text in units:
+                (Path(d) / unit_name).write_text(text)
+            done = verify_units(Path(d), [u for u, _ in units])
+            # Any message counts: systemd-analyze reports some problems without failing.
+            assert done.returncode == 0 and not (done.stdout + done.stderr).strip(), \
+                f"{stack} on {node}:\n{done.stdout}{done.stderr}"
+
+
+# The checks can fail: each tool flags a known-bad sample.
+
+@needs_shellcheck
+def test_shellcheck_flags_an_unquoted_expansion(tmp_path):
+    (tmp_path / "bad.sh").write_text('#!/usr/bin/env bash\nf=$1\nrm -rf $f/tmp\n')
+    assert "SC2086" in shellcheck(tmp_path, ["bad.sh"]).stdout
+
+
+@needs_systemd
+def test_systemd_analyze_flags_a_missing_program_and_unknown_keys(tmp_path):
+    good = render_stack(STACKS[0])
+    text = next(t for n, t in good.items() if n.endswith(".service"))
+    (tmp_path / "bad1.service").write_text(text.replace("ExecStart=/usr/bin/docker", "ExecStart=/usr/bin/no-such-docker"))
+    (tmp_path / "bad2.service").write_text(text.replace("Restart=", "Restrat="))
+    for name in ("bad1.service", "bad2.service"):
+        done = verify_units(tmp_path, [name])
+        assert done.returncode != 0 or (done.stdout + done.stderr).strip(), name
