@@ -8,8 +8,11 @@ reach a shell unquoted.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import ipaddress
 import re
+import struct
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
@@ -29,6 +32,24 @@ EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 HOST_KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}$")
 GIT_SHA = re.compile(r"^[0-9a-f]{40}$")
+
+
+def _key_blob_type(blob: str) -> str | None:
+    """The key type an SSH public key blob names inside itself (None if it is not a blob)."""
+    try:
+        raw = base64.b64decode(blob, validate=True)
+        (n,) = struct.unpack(">I", raw[:4])
+        kind = raw[4:4 + n].decode("ascii")
+    except (binascii.Error, struct.error, UnicodeDecodeError, ValueError):
+        return None
+    if len(raw) < 4 + n + 4 + 16:  # type, then at least one non-trivial key field
+        return None
+    return kind
+
+
+# One argument or environment value: any text but control characters (a newline cannot reach a
+# unit's command line or environment).
+OneLine = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 
 class Strict(BaseModel):
@@ -65,8 +86,9 @@ class SshSpec(Strict):
     @classmethod
     def _host_key(cls, v: str) -> str:
         v = " ".join(v.split()[:2])
-        if not HOST_KEY.match(v):
-            raise ValueError("must be 'ssh-ed25519 AAAA…' (copy it from `ssh-keyscan -t ed25519 HOST`)")
+        if not HOST_KEY.fullmatch(v) or _key_blob_type(v.split()[1]) != v.split()[0]:
+            raise ValueError("must be 'ssh-ed25519 AAAA…' with the key's own type and base64 blob; "
+                             "fix: copy it from `ssh-keyscan -t ed25519 HOST`")
         return v
 
     @model_validator(mode="after")
@@ -140,12 +162,12 @@ class ModelSpec(Strict):
 
     @model_validator(mode="after")
     def _pinned(self):
-        if self.source.kind == "hub" and not GIT_SHA.match(self.revision):
+        if self.source.kind == "hub" and not GIT_SHA.fullmatch(self.revision):
             raise ValueError("revision: a hub model must be pinned to a 40-hex commit; "
                              "fix: use huggingface_hub.model_info(repo).sha")
         if self.source.kind != "hub" and not self.source.path:
             raise ValueError(f"source.path: required for source kind '{self.source.kind}'")
-        if self.source.kind == "node" and not re.match(r"^/[A-Za-z0-9._/-]*$", self.source.path or ""):
+        if self.source.kind == "node" and not re.fullmatch(r"/[A-Za-z0-9._/-]*", self.source.path or ""):
             raise ValueError("source.path: must be an absolute path of [A-Za-z0-9._/-]")
         return self
 
@@ -206,8 +228,8 @@ class DeploymentSpec(Strict):
         None, description="vLLM --speculative-config as a mapping")
     hierarchical_cache_ratio: float | None = Field(None, gt=0, description="SGLang --enable-hierarchical-cache --hicache-ratio")
     dist_port: int = Field(20000, ge=1, le=65535, description="SGLang --dist-init-addr port (native topology)")
-    extra_args: list[Annotated[str, Field(max_length=512)]] = Field(default_factory=list)
-    env: dict[EnvName, Annotated[str, Field(max_length=4096)]] = Field(default_factory=dict)
+    extra_args: list[Annotated[OneLine, Field(max_length=512)]] = Field(default_factory=list)
+    env: dict[EnvName, Annotated[OneLine, Field(max_length=4096)]] = Field(default_factory=dict)
     docker: DockerRun = DockerRun()
     health: HealthSpec = HealthSpec()
     drop_page_cache: bool = Field(False, description="drop the page cache before loading (unified memory)")
