@@ -4,6 +4,7 @@ what is wrong and the fix."""
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any
 
@@ -33,12 +34,21 @@ def _describe(err: dict) -> str:
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "string_pattern_mismatch":
         value = err.get("input")
-        msg = f"{value!r} has characters or a shape that is not allowed ({err['ctx']['pattern']})"
+        msg = (f"{value!r} has characters or a shape that is not allowed; "
+               f"fix: write a value that matches {err['ctx']['pattern']}")
     elif err["type"] == "extra_forbidden":
         msg = "unknown key; fix: check its spelling against the schema (components/config/schema.py)"
     elif err["type"] == "missing":
-        msg = "required key is missing"
+        msg = "required key is missing; fix: add it (its meaning is in components/config/schema.py)"
+    elif msg.startswith("Input should be ") and "fix:" not in msg:
+        msg += f"; fix: make it {msg.removeprefix('Input should be ').split(',')[0]}"
+    elif "fix:" not in msg:
+        msg += "; fix: see this key's description in components/config/schema.py"
     return msg
+
+
+# A cross-field problem that names its own key (relative to where it was found): "key.sub[0]: …".
+_OWN_KEY = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*(?:\[[0-9]+\])*(?:\.[A-Za-z_][A-Za-z0-9_]*(?:\[[0-9]+\])*)*): (.*)$")
 
 
 def format_errors(stack_file: str, exc: ValidationError) -> str:
@@ -47,9 +57,12 @@ def format_errors(stack_file: str, exc: ValidationError) -> str:
         loc = tuple(p for p in err["loc"] if p not in ("function-after[_layout(), DeploymentSpec]",))
         # Cross-field problems carry their own key paths, one per line.
         for part in _describe(err).splitlines():
-            if not loc and ": " in part:
-                key, _, rest = part.partition(": ")
-                lines.append(f"  {PROJECT}:{key}: {rest}")
+            own = _OWN_KEY.match(part) if err["type"] == "value_error" else None
+            if own:
+                key, rest = own.groups()
+                base = _key_path(loc) if loc else f"{PROJECT}:"
+                sep = "" if not loc or key.startswith("[") else "."
+                lines.append(f"  {base}{sep}{key}: {rest}")
             else:
                 lines.append(f"  {_key_path(loc)}: {part}")
     return "\n".join(lines)

@@ -68,7 +68,7 @@ class SecretRef(Strict):
     def _exactly_one(self):
         given = [k for k in ("config", "env", "file") if getattr(self, k)]
         if len(given) != 1:
-            raise ValueError("give exactly one of config / env / file")
+            raise ValueError("a secret needs exactly one source; fix: give exactly one of config / env / file")
         return self
 
 
@@ -94,7 +94,7 @@ class SshSpec(Strict):
     @model_validator(mode="after")
     def _one_key(self):
         if self.private_key_path and self.private_key:
-            raise ValueError("give private_key_path or private_key, not both")
+            raise ValueError("fix: give private_key_path or private_key, not both")
         return self
 
 
@@ -166,9 +166,10 @@ class ModelSpec(Strict):
             raise ValueError("revision: a hub model must be pinned to a 40-hex commit; "
                              "fix: use huggingface_hub.model_info(repo).sha")
         if self.source.kind != "hub" and not self.source.path:
-            raise ValueError(f"source.path: required for source kind '{self.source.kind}'")
+            raise ValueError(f"source.path: required for source kind '{self.source.kind}'; fix: add source.path")
         if self.source.kind == "node" and not re.fullmatch(r"/[A-Za-z0-9._/-]*", self.source.path or ""):
-            raise ValueError("source.path: must be an absolute path of [A-Za-z0-9._/-]")
+            raise ValueError("source.path: must be an absolute path of [A-Za-z0-9._/-]; fix: move or link the "
+                             "directory to such a path on the node")
         return self
 
 
@@ -237,13 +238,14 @@ class DeploymentSpec(Strict):
     @model_validator(mode="after")
     def _layout(self):
         if self.topology == "single" and len(self.nodes) != 1:
-            raise ValueError("topology 'single' takes exactly one node; use 'ray' (vLLM) or 'native' (SGLang) for more")
+            raise ValueError("topology: 'single' takes exactly one node; "
+                             "fix: use 'ray' (vLLM) or 'native' (SGLang) for more, or list one node")
         if self.topology != "single" and len(self.nodes) < 2:
-            raise ValueError(f"topology '{self.topology}' needs at least two nodes")
+            raise ValueError(f"topology: '{self.topology}' needs at least two nodes; fix: add a node or use 'single'")
         if self.topology == "ray" and self.engine != "vllm":
-            raise ValueError("topology 'ray' is for vLLM; SGLang uses topology 'native'")
+            raise ValueError("topology: 'ray' is for vLLM; fix: use topology 'native' for SGLang")
         if len(set(self.nodes)) != len(self.nodes):
-            raise ValueError("nodes: a node is listed twice")
+            raise ValueError("nodes: a node is listed twice; fix: list each node once")
         return self
 
 
