@@ -160,6 +160,8 @@ def main(out: Path) -> None:
         },
     })
     save_file(weights(), str(out / "model.safetensors"), metadata={"format": "pt"})
+    for f in out.iterdir():
+        f.chmod(0o644)
     self_check(out)
 
 

@@ -105,9 +105,13 @@ step_wheels() {
   if [[ -e "$stamp" ]]; then return; fi
   mkdir -p "$WHEELS"
   log "downloading wheels into $WHEELS (log: ${CACHE}/wheels.log)"
-  local -a platform=(--platform manylinux_2_28_x86_64 --platform manylinux_2_27_x86_64
-    --platform manylinux_2_17_x86_64 --platform manylinux2014_x86_64
-    --platform manylinux_2_5_x86_64 --platform manylinux1_x86_64 --platform linux_x86_64)
+  # bookworm has glibc 2.36: every manylinux tag up to that, plus the legacy aliases.
+  local -a platform=(--platform manylinux2014_x86_64 --platform manylinux1_x86_64
+    --platform linux_x86_64)
+  local minor
+  for ((minor = 5; minor <= 36; minor++)); do
+    platform+=(--platform "manylinux_2_${minor}_x86_64")
+  done
   python3 -m pip download --no-deps --only-binary=:all: --dest "$WHEELS" \
     --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none "${platform[@]}" \
     --cert "$HOST_CA" -r "${HERE}/requirements.lock" >"${CACHE}/wheels.log" 2>&1 \
