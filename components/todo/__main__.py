@@ -1,0 +1,114 @@
+"""python -m components.todo --stack STACK [--format FORMAT] [--up]
+
+Runs a preview of STACK through the Automation API and prints its pending work as an ordered
+todo list. With --up it prints the list, runs `up` and follows it live. Needs the engine
+environment (`source scripts/env.sh`). --events replays a recorded preview without the engine.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from components.config import ConfigError, load_stack_file
+
+from . import engine
+from .live import LiveTodo
+from .plan import build_items, step_metadata
+from .views import FORMATS, render
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m components.todo", description=__doc__.split("\n\n")[0])
+    p.add_argument("--stack", required=True, help="stack name (stacks/Pulumi.<stack>.yaml)")
+    p.add_argument("--format", default="text", choices=sorted(FORMATS),
+                   help="text (default), markdown, json (the seeds' shape), json-full, mermaid, dot")
+    p.add_argument("--up", action="store_true", help="then run `up` and follow the list live")
+    p.add_argument("--work-dir", type=Path, default=engine.REPO, help="the project directory (default: this repo)")
+    p.add_argument("--events", type=Path, help="render a recorded preview (a JSON list of engine events) "
+                                               "instead of running one")
+    p.add_argument("--plan", type=Path, help="with --events: the recorded plan file")
+    p.add_argument("--record", type=Path, help="also write the preview's events.json and plan.json "
+                                               "(slimmed: no secrets) into this directory")
+    p.add_argument("--verbose", action="store_true", help="with --up: every output line of the scripts")
+    return p.parse_args(argv)
+
+
+def load_spec(work_dir: Path, stack: str):
+    path = work_dir / "stacks" / f"Pulumi.{stack}.yaml"
+    if not path.is_file():
+        print(f"note: {path} not found; nodes are shown by host", file=sys.stderr)
+        return None
+    return load_stack_file(path)
+
+
+def _engine_error(err: Exception) -> str:
+    """The useful end of a failed engine command, without its traceback noise."""
+    text = "\n".join(str(getattr(err, a, "") or "") for a in ("stdout", "stderr")) or str(err)
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    picked = [ln for ln in lines if "error" in ln.lower() or "stacks/Pulumi." in ln or ln.startswith("  ")]
+    return "\n".join((picked or lines)[-20:]) or str(err)
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    try:
+        spec = load_spec(args.work_dir, args.stack)
+    except ConfigError as err:
+        print(str(err), file=sys.stderr)
+        return 1
+
+    if args.events:
+        events = json.loads(args.events.read_text())
+        plan = json.loads(args.plan.read_text()) if args.plan else None
+    else:
+        problem = engine.engine_env_ok()
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
+        try:
+            events, plan = engine.preview(args.stack, args.work_dir)
+        except Exception as err:  # CommandError and friends: show the engine's words, not ours
+            print(f"preview of stack {args.stack} failed:\n{_engine_error(err)}", file=sys.stderr)
+            return 1
+        if args.record:
+            args.record.mkdir(parents=True, exist_ok=True)
+            (args.record / "events.json").write_text(json.dumps(engine.slim_events(events), indent=1) + "\n")
+            (args.record / "plan.json").write_text(json.dumps(engine.slim_plan(plan), indent=1) + "\n")
+        if plan is None:
+            print("note: the engine saved no plan file; dependencies are not shown", file=sys.stderr)
+
+    items = build_items(step_metadata(events), plan, spec)
+    if not args.up:
+        sys.stdout.write(render(items, args.format, args.stack))
+        return 0
+
+    if args.events:
+        print("--up runs the engine; it cannot replay recorded events", file=sys.stderr)
+        return 2
+    sys.stdout.write(render(items, "text", args.stack))
+    print(flush=True)
+    live = LiveTodo(items, spec=spec, verbose=args.verbose)
+
+    def on_event(event: dict) -> None:
+        try:
+            for line in live.handle(event):
+                print(line, flush=True)
+        except Exception as err:  # a display problem must never stop the deployment
+            print(f"(todo display: {err})", file=sys.stderr, flush=True)
+
+    error = None
+    try:
+        engine.up(args.stack, on_event, args.work_dir)
+    except Exception as err:
+        error = _engine_error(err)
+    print(live.summary(error), flush=True)
+    if args.format != "text":
+        sys.stdout.write(render(live.items, args.format, args.stack))
+    return 1 if error or live.counts()["failed"] else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,160 @@
+"""Following an `up`: engine event dicts → item status transitions and progress lines.
+
+resourcePreEvent → in_progress, resOutputsEvent → completed, resOpFailedEvent → failed. A
+diagnostic event of an item (its script's output) becomes a progress line when it is one of
+our scripts' `[blackwell …]` log lines, a percentage from rsync `--info=progress2` / pv that
+reached the next tenth, a `docker load` result, or a build step header; warnings and errors
+are always shown. Each printed line starts with a wall-clock stamp; nothing is redrawn.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from datetime import datetime
+from typing import Callable, Mapping, Sequence
+
+from .plan import Item, item_for, merge_steps, host_map, is_work, urn_name
+from .views import MARK
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|<\{%[^%]*%\}>")
+_TAGGED = re.compile(r"^\[blackwell ([^\]]+)\] (.*)$")
+_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})%")
+_NOTABLE = re.compile(r"^(Loaded image|#\d+ \[|Step \d+/\d+|Successfully (built|tagged))")
+_SKIP_OPS = {"same", "read", "refresh"}
+
+
+def _clean(message: str) -> list[str]:
+    """A diagnostic message → its non-empty lines; a carriage return starts a new line."""
+    text = _ANSI.sub("", message)
+    return [p.strip() for p in re.split(r"[\r\n]+", text) if p.strip()]
+
+
+class LiveTodo:
+    """The todo list during an `up`. handle(event) returns the lines to print for that event."""
+
+    def __init__(self, items: Sequence[Item], *, spec=None, stamp: Callable[[], str] | None = None,
+                 clock: Callable[[], float] = time.monotonic, verbose: bool = False):
+        self.items: list[Item] = list(items)
+        self.by_urn = {it.urn: it for it in self.items}
+        self.number = {it.id: i for i, it in enumerate(self.items, 1)}
+        self.spec = spec
+        self.hosts = host_map(spec)
+        self.stamp = stamp or (lambda: datetime.now().strftime("%H:%M:%S"))
+        self.clock = clock
+        self.started = clock()
+        self.verbose = verbose
+        self._shown_percent: dict[str, int] = {}
+        self.transitions: list[tuple[str, str, str]] = []  # (item id, from, to)
+
+    # -- events ------------------------------------------------------------------------------
+
+    def handle(self, event: Mapping) -> list[str]:
+        if "resourcePreEvent" in event and event["resourcePreEvent"]:
+            md = event["resourcePreEvent"].get("metadata") or {}
+            return self._start(md)
+        if "resOutputsEvent" in event and event["resOutputsEvent"]:
+            md = event["resOutputsEvent"].get("metadata") or {}
+            return self._move(md.get("urn", ""), "completed")
+        if "resOpFailedEvent" in event and event["resOpFailedEvent"]:
+            md = event["resOpFailedEvent"].get("metadata") or {}
+            return self._move(md.get("urn", ""), "failed")
+        if "diagnosticEvent" in event and event["diagnosticEvent"]:
+            return self._diagnostic(event["diagnosticEvent"])
+        return []
+
+    def _start(self, md: Mapping) -> list[str]:
+        urn = md.get("urn", "")
+        if md.get("op") in _SKIP_OPS:
+            return []
+        lines: list[str] = []
+        if urn not in self.by_urn:
+            step = merge_steps([md])[0]
+            if not is_work(step.type, step.custom):
+                return []
+            # Not in the preview (the nodes or the state moved since): added at the end.
+            item = item_for(step, self._free_id(urn_name(urn)), self.spec, self.hosts)
+            self.items.append(item)
+            self.by_urn[urn] = item
+            self.number[item.id] = len(self.items)
+            lines.append(f"{self.stamp()}  + new item {self.number[item.id]}: {item.content} ({item.reason})")
+        return lines + self._move(urn, "in_progress")
+
+    def _free_id(self, base: str) -> str:
+        used = {it.id for it in self.items}
+        candidate, i = base, 2
+        while candidate in used:
+            candidate, i = f"{base}-{i}", i + 1
+        return candidate
+
+    def _move(self, urn: str, status: str) -> list[str]:
+        item = self.by_urn.get(urn)
+        if item is None or item.status == status:
+            return []
+        if item.status in ("completed", "failed") and status == "completed":
+            return []  # a failed item stays failed
+        before, item.status = item.status, status
+        self.transitions.append((item.id, before, status))
+        node = f" [{item.node}]" if item.node else ""
+        return [f"{self.stamp()}  {MARK[status]} {self.number[item.id]:>2}. {item.content}{node}"
+                f"  {before} -> {status}"]
+
+    def _diagnostic(self, diag: Mapping) -> list[str]:
+        severity = str(diag.get("severity", "info"))
+        item = self.by_urn.get(diag.get("urn") or "")
+        lines = _clean(str(diag.get("message", "")))
+        out: list[str] = []
+        prefix = f"{self.stamp()}      {self.number[item.id]:>2}. " if item else f"{self.stamp()}      "
+        for line in lines:
+            if severity in ("warning", "error"):
+                out.append(f"{prefix}{severity}: {line}")
+                continue
+            progress = self._progress(item, line) if item is not None else None
+            if progress:
+                out.append(prefix + progress)
+            elif self.verbose and severity != "debug":
+                out.append(prefix + line)
+        return out
+
+    def _progress(self, item: Item, line: str) -> str | None:
+        """The progress text of one output line of an item's script, or None to stay quiet."""
+        tagged = _TAGGED.match(line)
+        if tagged:
+            return f"[{tagged.group(1)}] {tagged.group(2)}"
+        percent = _PERCENT.search(line)
+        if percent:
+            value = int(percent.group(1))
+            shown = self._shown_percent.get(item.id, -1)
+            if value <= 100 and (value // 10 > shown // 10 if shown >= 0 else True):
+                self._shown_percent[item.id] = value
+                return line
+            return None
+        if _NOTABLE.match(line):
+            return line
+        return None
+
+    # -- the end -----------------------------------------------------------------------------
+
+    def counts(self) -> dict[str, int]:
+        out = {s: 0 for s in MARK}
+        for it in self.items:
+            out[it.status] = out.get(it.status, 0) + 1
+        return out
+
+    def summary(self, error: str | None = None) -> str:
+        c = self.counts()
+        elapsed = int(self.clock() - self.started)
+        head = "up failed" if error or c["failed"] else "up finished"
+        parts = [f"{c['completed']} completed", f"{c['failed']} failed"]
+        if c["in_progress"]:
+            parts.append(f"{c['in_progress']} interrupted")
+        if c["pending"]:
+            parts.append(f"{c['pending']} not reached")
+        lines = [f"{self.stamp()}  {head}: {len(self.items)} items, {', '.join(parts)} "
+                 f"in {elapsed // 60}m{elapsed % 60:02d}s"]
+        for it in self.items:
+            if it.status == "failed":
+                lines.append(f"  failed: {self.number[it.id]}. {it.content}" + (f" [{it.node}]" if it.node else ""))
+        if error:
+            lines.append(f"  engine: {error}")
+        return "\n".join(lines)
