@@ -30,11 +30,13 @@ def systemd_quote(value) -> str:
 
 
 def systemd_env_value(value) -> str:
-    """A value of Environment="NAME=value": quoted as one word, specifiers escaped."""
+    """A value of Environment="NAME=value": quoted as one word, specifiers escaped. Unlike
+    Exec*= lines, Environment= expands no variables: "$ has no special meaning" (systemd.exec(5)),
+    so a $ is written as it is ($$ would reach the process as $$)."""
     text = str(value)
     if "\n" in text:
         raise ValueError(f"a newline cannot reach a unit's environment: {text!r}")
-    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%").replace("$", "$$")
+    return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
 @lru_cache(maxsize=1)
