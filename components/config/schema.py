@@ -246,6 +246,13 @@ class DeploymentSpec(Strict):
             raise ValueError("topology: 'ray' is for vLLM; fix: use topology 'native' for SGLang")
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
+        # Options of one engine would be dropped silently by the other's command line.
+        only = {"speculative": "vllm", "moe_runner_backend": "sglang", "fp4_gemm_backend": "sglang",
+                "hierarchical_cache_ratio": "sglang"}
+        for key, engine in only.items():
+            if getattr(self, key) is not None and self.engine != engine:
+                raise ValueError(f"{key}: is an option of {engine}, not {self.engine}; fix: remove it "
+                                 f"(or pass the engine's own flag in extra_args)")
         return self
 
 
