@@ -87,3 +87,25 @@ def test_systemd_analyze_flags_a_missing_program_and_unknown_keys(tmp_path):
     for name in ("bad1.service", "bad2.service"):
         done = verify_units(tmp_path, [name])
         assert done.returncode != 0 or (done.stdout + done.stderr).strip(), name
+
+
+# Every value a script template interpolates is shell-quoted (`| q`), except the ones below,
+# which are not shell words: quoted here-document bodies, a comment, Python-made integers, a
+# fixed variable name, and the rsync -e command string (its key path is a NodePath: [A-Za-z0-9._/-]).
+NOT_SHELL_WORDS = {"dockerfile", "unit_text", "request_json", "engine_digest", "key_var", "peer_key",
+                   "expected | int", "timeout_s | int", "expected | string | q"}
+
+
+def test_script_templates_quote_every_interpolated_value():
+    import re
+
+    from components.render import TEMPLATES
+
+    bad = []
+    for path in sorted((TEMPLATES / "scripts").glob("*.j2")):
+        text = re.sub(r"{% raw %}.*?{% endraw %}", "", path.read_text(), flags=re.S)
+        text = re.sub(r"{%.*?%}", "", text, flags=re.S)
+        for expr in re.findall(r'{{\s*((?:"[^"]*"|[^}"])*?)\s*}}', text):
+            if expr not in NOT_SHELL_WORDS and not re.search(r"\|\s*q\s*$", expr):
+                bad.append(f"{path.name}: {{{{ {expr} }}}}")
+    assert not bad, "unquoted interpolations:\n" + "\n".join(bad)

@@ -15,12 +15,12 @@ printf 'Authorization: Bearer %s\n' "$key" >> "$headers"
 deadline=$(( $(date +%s) + 900 ))
 until curl -fsS -H @"$headers" "$base/v1/models" 2>/dev/null | grep -q '"tiny-llama"'; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
-    log "no /v1/models listing tiny-llama after 900 s"
+    log "no /v1/models listing" tiny-llama "after 900 s"
     systemctl status bws-tiny.service --no-pager -n 20 >&2 || true
     exit 1
   fi
   if ! systemctl is-active --quiet bws-tiny.service; then
-    log "bws-tiny.service is not running"
+    log bws-tiny.service "is not running"
     journalctl -u bws-tiny.service -n 40 --no-pager >&2 || true
     exit 1
   fi

@@ -16,7 +16,7 @@ token_file=$(mktemp)
 trap 'rm -f "$token_file"' EXIT
 chmod 0600 "$token_file"
 cat > "$token_file"   # HF_TOKEN=… arrives on stdin, never in argv
-log "downloading nvidia/Qwen3.5-397B-A17B-NVFP4@0000000000000000000000000000000000000000 (progress below)"
+log downloading nvidia/Qwen3.5-397B-A17B-NVFP4@0000000000000000000000000000000000000000 "(progress below)"
 docker run --rm --network host -v "$staging":/dest --env-file "$token_file" \
   --entrypoint python3 lmsysorg/sglang:dev-cu13 -c \
   'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/dest")' \

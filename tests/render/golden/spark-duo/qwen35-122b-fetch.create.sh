@@ -16,7 +16,7 @@ token_file=$(mktemp)
 trap 'rm -f "$token_file"' EXIT
 chmod 0600 "$token_file"
 cat > "$token_file"   # HF_TOKEN=… arrives on stdin, never in argv
-log "downloading Qwen/Qwen3.5-122B-A10B-FP8@0000000000000000000000000000000000000000 (progress below)"
+log downloading Qwen/Qwen3.5-122B-A10B-FP8@0000000000000000000000000000000000000000 "(progress below)"
 docker run --rm --network host -v "$staging":/dest --env-file "$token_file" \
   --entrypoint python3 nvcr.io/nvidia/vllm:26.02-py3 -c \
   'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/dest")' \

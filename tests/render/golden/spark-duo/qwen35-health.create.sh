@@ -15,12 +15,12 @@ printf 'Authorization: Bearer %s\n' "$key" >> "$headers"
 deadline=$(( $(date +%s) + 1800 ))
 until curl -fsS -H @"$headers" "$base/v1/models" 2>/dev/null | grep -q '"qwen3.5-122b"'; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
-    log "no /v1/models listing qwen3.5-122b after 1800 s"
+    log "no /v1/models listing" qwen3.5-122b "after 1800 s"
     systemctl status bws-qwen35.service --no-pager -n 20 >&2 || true
     exit 1
   fi
   if ! systemctl is-active --quiet bws-qwen35.service; then
-    log "bws-qwen35.service is not running"
+    log bws-qwen35.service "is not running"
     journalctl -u bws-qwen35.service -n 40 --no-pager >&2 || true
     exit 1
   fi
