@@ -5,6 +5,7 @@ import os
 import pulumi
 
 from components.config import ConfigError, load_from_pulumi
+from components.preflight.stack_fit import PreflightError, check_stack_fit
 from components.stack import ServingStack
 
 try:
@@ -15,11 +16,13 @@ try:
     if spec.offline and not pulumi.runtime.is_dry_run():
         raise ConfigError("offline mode is for previews only; unset BLACKWELL_SERVING_OFFLINE "
                           "(or blackwell-serving:offline) to change the nodes")
+    fits = check_stack_fit(spec, spec.offline, pulumi.log.info)
     stack = ServingStack(pulumi.get_stack(), spec)
-except ConfigError as err:
+except (ConfigError, PreflightError) as err:
     # A RunError is printed as its message alone: no traceback for a config mistake.
     raise pulumi.RunError(str(err)) from None
 
 pulumi.export("endpoints", stack.endpoints)
+pulumi.export("memory_fit", {f.deployment: f.lines() for f in fits})
 for name, deployment in stack.deployments.items():
     pulumi.export(f"{name}_sample_completion", deployment.sample)

@@ -1,0 +1,61 @@
+"""The fit check as the program runs it on a stack config: numbers per node, a stop with the
+ways out when the layout cannot fit, and where the model's config comes from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from components.config import load_stack_file
+from components.preflight.stack_fit import PreflightError, check_stack_fit, stack_fit
+
+REPO = Path(__file__).resolve().parents[3]
+
+
+def spec(stack: str):
+    return load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
+
+
+def test_spark_duo_reports_the_fit_of_both_sparks_offline():
+    lines: list[str] = []
+    fits = check_stack_fit(spec("spark-duo"), offline=True, log=lines.append)
+    assert fits[0].report.fits
+    assert fits[0].source.startswith("catalog")
+    assert any(line.strip().startswith("spark-1a32/gpu0: weights 62.5 GB") for line in lines)
+    assert any(line.strip().startswith("spark-5be3/gpu0: weights 62.5 GB") for line in lines)
+
+
+def test_the_122b_model_on_one_spark_stops_the_plan_with_the_ways_out():
+    duo = spec("spark-duo")
+    one = duo.deployments[0].model_copy(update={"nodes": ["spark-1a32"], "topology": "single", "tensor_parallel": 1})
+    single = duo.model_copy(update={"deployments": [one]})
+    with pytest.raises(PreflightError) as err:
+        check_stack_fit(single, offline=True, log=lambda _: None)
+    text = str(err.value)
+    assert "deployment qwen35" in text and "Nothing was changed" in text
+    assert "125.0 GB" in text
+
+
+def test_a_local_model_is_read_from_its_directory(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({
+        "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 2,
+        "num_key_value_heads": 1, "hidden_size": 128, "torch_dtype": "bfloat16"}))
+    (model / "model.safetensors").write_bytes(b"\0" * 4096)
+    lab = spec("lab")
+    tiny = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
+    fit = stack_fit(lab.model_copy(update={"models": [tiny]}), offline=True)[0]
+    assert fit.source == str(model)
+    assert fit.report.gpus[0].weight_bytes == 2048  # 4096 bytes over TP 2
+
+
+def test_a_model_without_config_or_catalog_entry_is_reported_unchecked(tmp_path):
+    lab = spec("lab")
+    missing = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(
+        update={"path": str(tmp_path / "absent")})})
+    fit = stack_fit(lab.model_copy(update={"models": [missing]}), offline=True)[0]
+    assert fit.report is None
+    assert "not checked" in fit.lines()[0]
