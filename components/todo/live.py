@@ -91,8 +91,8 @@ class LiveTodo:
         item = self.by_urn.get(urn)
         if item is None or item.status == status:
             return []
-        if item.status in ("completed", "failed") and status == "completed":
-            return []  # a failed item stays failed
+        if item.status in ("completed", "failed"):
+            return []  # final: a failed item stays failed, a completed one never goes back
         before, item.status = item.status, status
         self.transitions.append((item.id, before, status))
         node = f" [{item.node}]" if item.node else ""
