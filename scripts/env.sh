@@ -1,0 +1,33 @@
+# shellcheck shell=bash
+# Environment for running the Pulumi engine of this repo: `source scripts/env.sh`.
+# Local file backend and passphrase secrets, never Pulumi Cloud; no automatic plugin downloads.
+# Prints nothing. The engine itself comes from scripts/install-engine.sh.
+
+_bw_root="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")/.." && pwd)"
+
+case ":$PATH:" in
+  *":$_bw_root/.engine/bin:$_bw_root/.venv/bin:"*) ;;
+  *) export PATH="$_bw_root/.engine/bin:$_bw_root/.venv/bin:$PATH" ;;
+esac
+
+export PULUMI_HOME="$_bw_root/.engine/home"
+mkdir -p "$_bw_root/.state/backend"
+export PULUMI_BACKEND_URL="file://$_bw_root/.state/backend"
+export PULUMI_SKIP_UPDATE_CHECK=true
+export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+
+# Passphrase for the secrets provider: the caller's, else one generated once for this clone.
+if [ -z "${PULUMI_CONFIG_PASSPHRASE+x}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FILE+x}" ]; then
+  if [ ! -s "$_bw_root/.state/passphrase" ]; then
+    (
+      umask 077
+      od -An -N32 -tx1 /dev/urandom | tr -d ' \n' >"$_bw_root/.state/passphrase.$$" &&
+        mv -n "$_bw_root/.state/passphrase.$$" "$_bw_root/.state/passphrase"
+      rm -f "$_bw_root/.state/passphrase.$$"
+    )
+  fi
+  chmod 600 "$_bw_root/.state/passphrase"
+  export PULUMI_CONFIG_PASSPHRASE_FILE="$_bw_root/.state/passphrase"
+fi
+
+unset _bw_root
