@@ -141,3 +141,17 @@ def test_step_tag_reads_the_real_templates(template, values, tag):
 def test_step_tag_of_something_else_is_none():
     assert step_tag("echo hello") is None
     assert step_tag(None) is None
+
+
+def test_real_engine_shapes_a_component_dependency_becomes_its_child():
+    """Data captured once from the real engine: the plan file expands depends_on=[component] to
+    the component's custom child, component steps carry no `custom`, and the item graph follows."""
+    import json
+    from .conftest import DATA
+    doc = json.loads((DATA / "real-engine-probe.json").read_text())
+    items = build_items(step_metadata(doc["events"]), doc["plan"], None)
+    assert [(i.id, i.phase, i.kind, i.depends_on) for i in items] == [
+        ("img-build", "image", "image-build", []),
+        ("after", "serve", "other", ["img-build"]),
+    ]
+    assert items[0].content == "Build image img on 198.18.0.11"
