@@ -16,7 +16,7 @@ from components.config import ConfigError, load_stack_file
 
 from . import engine
 from .live import LiveTodo
-from .plan import build_items, step_metadata
+from .plan import build_items, step_metadata, urn_name
 from .views import FORMATS, render
 
 
@@ -44,12 +44,28 @@ def load_spec(work_dir: Path, stack: str):
     return load_stack_file(path)
 
 
-def _engine_error(err: Exception) -> str:
-    """The useful end of a failed engine command, without its traceback noise."""
-    text = "\n".join(str(getattr(err, a, "") or "") for a in ("stdout", "stderr")) or str(err)
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    picked = [ln for ln in lines if "error" in ln.lower() or "stacks/Pulumi." in ln or ln.startswith("  ")]
-    return "\n".join((picked or lines)[-20:]) or str(err)
+class ErrorCollector:
+    """Keeps the engine's error diagnostics, which say why a preview or an up failed better than
+    the CLI's exit text does."""
+
+    def __init__(self):
+        self.errors: list[str] = []
+
+    def __call__(self, event: dict) -> None:
+        diag = event.get("diagnosticEvent") or {}
+        if diag.get("severity") == "error":
+            who = urn_name(diag["urn"]) if diag.get("urn") else ""
+            for line in str(diag.get("message", "")).strip().splitlines():
+                text = f"  {who}: {line.strip()}" if who else f"  {line.strip()}"
+                if line.strip() and text not in self.errors:
+                    self.errors.append(text)
+
+    def explain(self, err: Exception) -> str:
+        if self.errors:
+            return "\n".join(self.errors)
+        lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
+        picked = [ln for ln in lines if "error" in ln.lower()]
+        return "\n".join("  " + ln for ln in (picked or lines)[-10:])
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -68,10 +84,11 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return 1
+        errors = ErrorCollector()
         try:
-            events, plan = engine.preview(args.stack, args.work_dir)
+            events, plan = engine.preview(args.stack, args.work_dir, on_event=errors)
         except Exception as err:  # CommandError and friends: show the engine's words, not ours
-            print(f"preview of stack {args.stack} failed:\n{_engine_error(err)}", file=sys.stderr)
+            print(f"preview of stack {args.stack} failed:\n{errors.explain(err)}", file=sys.stderr)
             return 1
         if args.record:
             args.record.mkdir(parents=True, exist_ok=True)
@@ -92,7 +109,10 @@ def main(argv: list[str] | None = None) -> int:
     print(flush=True)
     live = LiveTodo(items, spec=spec, verbose=args.verbose)
 
+    errors = ErrorCollector()
+
     def on_event(event: dict) -> None:
+        errors(event)
         try:
             for line in live.handle(event):
                 print(line, flush=True)
@@ -103,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         engine.up(args.stack, on_event, args.work_dir)
     except Exception as err:
-        error = _engine_error(err)
+        error = errors.explain(err).strip()
     print(live.summary(error), flush=True)
     if args.format != "text":
         sys.stdout.write(render(live.items, args.format, args.stack))

@@ -100,3 +100,18 @@ def test_recordings_keep_what_the_list_needs_and_drop_the_rest():
     assert all("resourcePreEvent" in e for e in slim_e)
     full = [x.full() for x in build_items(step_metadata(events), plan, None)]
     assert [x.full() for x in build_items(step_metadata(slim_e), slim_p, None)] == full
+
+
+def test_a_failed_engine_run_is_explained_by_its_error_diagnostics():
+    errors = cli.ErrorCollector()
+    for e in [{"diagnosticEvent": {"severity": "warning", "message": "key not found\n"}},
+              {"diagnosticEvent": {"severity": "error", "urn": fixtures.command_urn("tiny-fetch"),
+                                   "message": "Process exited with status 1\n"}},
+              {"diagnosticEvent": {"severity": "error", "urn": fixtures.command_urn("tiny-fetch"),
+                                   "message": "Process exited with status 1\n"}},
+              {"resOutputsEvent": {"metadata": {}}}]:
+        errors(e)
+    assert errors.explain(RuntimeError("code: 1\n stdout: noise")) == "  tiny-fetch: Process exited with status 1"
+    empty = cli.ErrorCollector()
+    assert empty.explain(RuntimeError("code: 255\n stderr: error: no Pulumi.yaml project file found")) == \
+        "  stderr: error: no Pulumi.yaml project file found"
