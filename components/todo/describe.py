@@ -15,7 +15,8 @@ from dataclasses import dataclass
 
 from components.config.schema import StackSpec
 
-PHASES = ("retire", "image", "model", "cluster", "serve", "verify")
+# preflight: checks that gate the first change (engine probe, fabric link), when a stack has them.
+PHASES = ("preflight", "retire", "image", "model", "cluster", "serve", "verify")
 
 # The tag every node script logs with: log() { printf '[blackwell %s] %s\n' 'unit bws-x.service' "$*" …
 _STEP_TAG = re.compile(r"""printf '\[blackwell %s\] %s\\n' (?:'([^']*)'|(\S+))""")
@@ -110,6 +111,12 @@ def kind_of(res: Resource) -> str:
         return "ray-ready"
     if parent == "blackwell:deployment:Deployment" and name == f"{pname}-health":
         return "health"
+    if parent == "blackwell:preflight:EngineProbe":
+        return "preflight-engine"
+    if parent == "blackwell:preflight:FabricCheck":
+        return "preflight-fabric"
+    if parent.startswith("blackwell:preflight:"):
+        return "preflight"
     return "other"
 
 
@@ -128,10 +135,11 @@ PHASE_OF_KIND = {
     "model-upload": "model", "model-fetch": "model", "model-copy": "model",
     "ray-head": "cluster", "ray-worker": "cluster", "ray-ready": "cluster",
     "engine-unit": "serve", "unit": "serve", "health": "verify",
+    "preflight-engine": "preflight", "preflight-fabric": "preflight", "preflight": "preflight",
 }
 
 # A resource we do not know yet: its phase from the module of its component's type token.
-PHASE_OF_MODULE = {"services": "retire", "image": "image", "model": "model", "cluster": "cluster",
+PHASE_OF_MODULE = {"preflight": "preflight", "services": "retire", "image": "image", "model": "model", "cluster": "cluster",
                    "unit": "serve", "deployment": "serve"}
 
 
@@ -216,6 +224,16 @@ def content_of(res: Resource, kind: str, spec: StackSpec | None) -> str:
     if kind == "health":
         return (f"Drop the health gate of {pname}" if gone
                 else f"Health gate: a real chat completion from {pname}")
+    if kind == "preflight-engine":
+        deployment = pname.removesuffix("-engine-probe")
+        return (f"Drop the engine probe of {deployment}" if gone
+                else f"Preflight: the engine image of {deployment} knows its model (probe on {node})")
+    if kind == "preflight-fabric":
+        return (f"Drop the fabric check of {node}" if gone
+                else f"Preflight: the fabric link of {node} is up (address, MTU, RDMA ports, peers)")
+    if kind == "preflight":
+        check = res.parent_type.rsplit(":", 1)[-1]
+        return f"Drop the preflight {check} {pname}" if gone else f"Preflight: {check} {pname} on {node}"
     return f"Remove {res.name} from {node}" if gone else f"Run {res.name} on {node}"
 
 

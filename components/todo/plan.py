@@ -9,7 +9,7 @@ Input, as plain JSON dicts (the engine's wire format, so recorded data and live 
 One item per pending custom resource (remote.Command, CopyToRemote, …); `same` steps, component
 resources, providers and the stack itself are skipped. Items are ordered by a topological sort
 of their dependencies that, among the items ready at each point, takes the earliest phase
-(retire, image, model, cluster, serve, verify), then the node's place in the stack config, then
+(preflight, retire, image, model, cluster, serve, verify), then the node's place in the stack config, then
 the engine's own order.
 """
 

@@ -155,3 +155,26 @@ def test_real_engine_shapes_a_component_dependency_becomes_its_child():
         ("after", "serve", "other", ["img-build"]),
     ]
     assert items[0].content == "Build image img on 198.18.0.11"
+
+
+def test_preflight_checks_gate_the_first_change(lab_spec, monkeypatch):
+    # Checks that must pass before anything is stopped: the fabric link (no dependencies) and
+    # the engine probe (after the image and the model); retiring glm waits for both.
+    monkeypatch.setitem(fixtures.COMPONENTS, "lab-1-fabric", ("blackwell:preflight:FabricCheck", "lab"))
+    monkeypatch.setitem(fixtures.COMPONENTS, "tiny-engine-probe", ("blackwell:preflight:EngineProbe", "lab"))
+    monkeypatch.setitem(fixtures.COMMANDS, "lab-1-fabric-check",
+                        ("Command", "lab-1-fabric", "lab-1", "preflight fabric lab-1", []))
+    monkeypatch.setitem(fixtures.COMMANDS, "tiny-engine-probe",
+                        ("Command", "tiny-engine-probe", "lab-1", "preflight tiny", ["vllm-lab-build", "tiny-fetch"]))
+    kind, parent, node, tag, deps = fixtures.COMMANDS["lab-1-glm-retire"]
+    monkeypatch.setitem(fixtures.COMMANDS, "lab-1-glm-retire",
+                        (kind, parent, node, tag, ["lab-1-fabric-check", "tiny-engine-probe"]))
+    items = build_items(step_metadata(fixtures.first_preview_events()), fixtures.plan(), lab_spec)
+    ids = [i.id for i in items]
+    assert ids[0] == "lab-1-fabric-check"
+    assert ids.index("tiny-engine-probe") > ids.index("tiny-fetch") > ids.index("vllm-lab-build")
+    assert ids.index("lab-1-glm-retire") > ids.index("tiny-engine-probe")
+    by_id = {i.id: i for i in items}
+    assert (by_id["tiny-engine-probe"].phase, by_id["tiny-engine-probe"].content) == (
+        "preflight", "Preflight: the engine image of tiny knows its model (probe on lab-1)")
+    assert by_id["lab-1-fabric-check"].content.startswith("Preflight: the fabric link of lab-1 is up")
