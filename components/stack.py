@@ -1,6 +1,6 @@
 """ServingStack: the whole stack config as one component, wired in the order the work must
-happen: retire foreign units before anything serves; the image and the model (in parallel);
-their copies to peers; the Ray cluster; the engine; the health gate."""
+happen: the image and the model (in parallel) and their copies to peers; the preflight checks
+on the nodes; only then retire foreign units; the Ray cluster; the engine; the health gate."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from .deployment import Deployment
 from .image import ContainerImage, ImageSync
 from .model import ModelCache
 from .node import Node, read_private_key
+from .preflight.probes import EngineProbe, FabricCheck
 from .secrets import resolve
 from .services import KeptService, RetiredService
 
@@ -23,10 +24,6 @@ class ServingStack(pulumi.ComponentResource):
         self.nodes = {n.name: Node(n, self._private_key(i, n), child) for i, n in enumerate(spec.nodes)}
 
         self.kept = [KeptService(self.nodes[k.node], k.unit, child) for k in spec.keep]
-        self.retired = [RetiredService(self.nodes[r.node], r.unit, spec.state_dir, child) for r in spec.retire]
-        retired_on = {}
-        for r, svc in zip(spec.retire, self.retired):
-            retired_on.setdefault(r.node, []).append(svc)
 
         # Images and models have no dependency on each other: the engine plans them in parallel.
         self.images, image_ready = {}, {}
@@ -35,8 +32,7 @@ class ServingStack(pulumi.ComponentResource):
             peers = [self.nodes[n] for n in img.nodes if n != img.build_node]
             sync = ImageSync(built, peers, spec.fabric, child) if peers else None
             self.images[img.name] = built
-            image_ready[img.name] = {img.build_node: built.build,
-                                     **({n: c for n, c in sync.copies.items()} if sync else {})}
+            image_ready[img.name] = {img.build_node: built.build, **(sync.copies if sync else {})}
 
         self.models = {}
         for i, m in enumerate(spec.models):
@@ -45,28 +41,55 @@ class ServingStack(pulumi.ComponentResource):
                 m, self.nodes[m.fetch_node], [self.nodes[n] for n in m.nodes if n != m.fetch_node], spec.fabric,
                 downloader_image=self._downloader_image(spec, m.name), hf_token=token, opts=child)
 
+        # Preflight on the nodes, then retire: a failed check leaves every running service as it was.
+        self.preflight = self._preflight(spec, image_ready, child)
+        self.retired = [RetiredService(self.nodes[r.node], r.unit, spec.state_dir, child,
+                                       depends_on=[p.command for p in self.preflight])
+                        for r in spec.retire]
+        retired_on: dict[str, list[RetiredService]] = {}
+        for r, svc in zip(spec.retire, self.retired):
+            retired_on.setdefault(r.node, []).append(svc)
+
         self.deployments = {}
         for i, d in enumerate(spec.deployments):
             nodes = [self.nodes[n] for n in d.nodes]
             model = self.models[d.model]
             image = self.images[d.image]
-            ready = [*(image_ready[d.image][n] for n in d.nodes), *(model.ready[n] for n in d.nodes),
-                     *(svc for n in d.nodes for svc in retired_on.get(n, []))]
+            images_there = [image_ready[d.image][n] for n in d.nodes]
+            # Nothing of ours starts before the checks either, retirements or not.
+            retired_there = [*(p.command for p in self.preflight),
+                             *(svc for n in d.nodes for svc in retired_on.get(n, []))]
             cluster = None
             if d.topology == "ray":
-                cluster = RayCluster(f"{d.name}-ray", nodes[0], nodes[1:], image=image.tag, fabric=spec.fabric, ray=spec.ray,
-                                     docker=d.docker, state_dir=spec.state_dir,
+                cluster = RayCluster(f"{d.name}-ray", nodes[0], nodes[1:], image=image.tag, fabric=spec.fabric,
+                                     ray=spec.ray, docker=d.docker, state_dir=spec.state_dir,
                                      mounts=[f"{model.spec.cache_dir}:{model.spec.cache_dir}:ro"],
-                                     depends_on=[*(image_ready[d.image][n] for n in d.nodes),
-                                                 *(svc for n in d.nodes for svc in retired_on.get(n, []))],
-                                     opts=child)
+                                     depends_on=[*images_there, *retired_there], opts=child)
             api_key = resolve(d.api_key, f"deployments[{i}].api_key") if d.api_key else None
             self.deployments[d.name] = Deployment(
                 d, nodes, image=image.tag, model_path=model.path, model_cache_dir=model.spec.cache_dir,
-                fabric=spec.fabric, cluster=cluster, api_key=api_key, depends_on=ready, opts=child)
+                fabric=spec.fabric, cluster=cluster, api_key=api_key,
+                depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *retired_there], opts=child)
 
         self.endpoints = {n: d.endpoint for n, d in self.deployments.items()}
         self.register_outputs({"endpoints": self.endpoints})
+
+    def _preflight(self, spec: StackSpec, image_ready: dict, child: pulumi.ResourceOptions) -> list:
+        """The engine probe of each deployment (on its head, once image and model are there) and
+        the fabric check of each node of a multi-node deployment."""
+        checks: list = []
+        fabric_nodes: dict[str, list[str]] = {}
+        for d in spec.deployments:
+            head, model = d.nodes[0], self.models[d.model]
+            checks.append(EngineProbe(d.name, d.engine, self.nodes[head], self.images[d.image].tag, model.path,
+                                      depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))
+            if d.topology != "single":
+                for n in d.nodes:
+                    fabric_nodes.setdefault(n, [])
+                    fabric_nodes[n] += [p for p in d.nodes if p != n and p not in fabric_nodes[n]]
+        for n, peers in fabric_nodes.items():
+            checks.append(FabricCheck(self.nodes[n], spec.fabric, [self.nodes[p] for p in peers], child))
+        return checks
 
     @staticmethod
     def _private_key(index: int, node):

@@ -1,8 +1,11 @@
 """Preflight checks that run at preview, before anything changes on the machines.
 
-``fit``: will the model fit the layout's memory?  Pure arithmetic, no hosts.
+``fit``: will the model fit the layout's memory?  Pure arithmetic, no hosts (``stack_fit``
+runs it on a stack config, ``model_source`` finds the model's config).
+``probes``: the checks that run on the nodes themselves (engine knows the model, fabric is up).
 """
 
+from .probes import EngineProbe, FabricCheck
 from .fit import (
     DEFAULT_MEMORY_FRACTION,
     DEFAULT_OVERHEAD_BYTES_PER_GPU,
@@ -28,6 +31,8 @@ from .model_facts import (
 )
 
 __all__ = [
+    "EngineProbe",
+    "FabricCheck",
     "DEFAULT_MEMORY_FRACTION",
     "DEFAULT_OVERHEAD_BYTES_PER_GPU",
     "GB",

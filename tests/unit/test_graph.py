@@ -162,6 +162,22 @@ def test_serving_waits_for_retire_image_model_and_comes_before_its_health_gate(s
 
 
 @pytest.mark.parametrize("stack", STACKS)
+def test_preflight_checks_come_before_any_unit_is_stopped_or_started(stack):
+    s = snap(stack)
+    checks = {r.name for r in s.commands() if r.name.endswith(("-preflight-engine", "-fabric-check"))}
+    assert {f"{d.name}-preflight-engine" for d in s.spec.deployments} <= checks
+    for r in s.spec.retire:
+        assert checks <= closure(s, f"{r.node}-{r.unit.removesuffix('.service')}-retire")
+    for u in s.units:
+        assert checks <= closure(s, f"{u._name}-install"), f"{u.unit_name} may start before the preflight"
+    for d in s.spec.deployments:
+        probe = closure(s, f"{d.name}-preflight-engine")
+        head = d.nodes[0]
+        assert f"{d.image}-build" in probe or f"{d.image}-sync-{head}" in probe
+        assert f"{d.model}-fetch" in probe
+
+
+@pytest.mark.parametrize("stack", STACKS)
 def test_image_build_and_model_fetch_run_in_parallel(stack):
     s = snap(stack)
     for img in s.spec.images:
@@ -297,6 +313,9 @@ def test_duo_commands_target_the_right_node():
         "qwen35-ray-ready": HEAD,
         f"qwen35-{HEAD}-install": HEAD,
         "qwen35-health": HEAD,
+        "qwen35-preflight-engine": HEAD,            # inside the image, where the model is cached
+        f"{HEAD}-fabric-check": HEAD,
+        f"{SECOND}-fabric-check": SECOND,
     }
     assert {r.name: host_of(r) for r in s.commands()} == expected
 

@@ -1,0 +1,44 @@
+"""Preflight checks run on the nodes before any unit is stopped or started: the engine image
+knows the model (EngineProbe), and each node's fabric link is usable (FabricCheck). Retiring
+a service depends on them, so a failure leaves every running service as it was."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pulumi
+
+from ..config.schema import FabricSpec
+from ..node import Node
+from ..remote import run
+from ..render import TEMPLATES, render
+
+PROBE = (TEMPLATES / "scripts" / "probe_engine.py").read_text()
+
+
+class EngineProbe(pulumi.ComponentResource):
+    """Inside the engine image on the head: the engine registers the model's architecture and
+    the image's transformers parses its config.json."""
+
+    def __init__(self, deployment: str, engine: str, head: Node, image: str, model_dir: str, *,
+                 depends_on: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:preflight:EngineProbe", f"{deployment}-preflight", None, opts)
+        self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
+                           create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine,
+                                         image=image, model_dir=model_dir))
+        self.register_outputs({})
+
+
+class FabricCheck(pulumi.ComponentResource):
+    """On one node: the fabric netdev is up with its address and MTU, RDMA ports are ACTIVE,
+    and the peers answer on their fabric addresses."""
+
+    def __init__(self, node: Node, fabric: FabricSpec, peers: Sequence[Node],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:preflight:FabricCheck", f"{node.name}-fabric", None, opts)
+        self.command = run(f"{node.name}-fabric-check", node, parent=self,
+                           create=render("scripts/preflight-fabric.sh.j2", node_name=node.name, netdev=fabric.netdev,
+                                         address=str(node.spec.fabric_address), mtu=fabric.mtu,
+                                         hcas=list(fabric.hcas),
+                                         peers=[str(p.spec.fabric_address) for p in peers]))
+        self.register_outputs({})

