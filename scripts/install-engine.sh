@@ -120,8 +120,8 @@ go_env() {
   mkdir -p "$GOMODCACHE" "$GOCACHE"
 }
 
-# Drop go get's one line per added module; keep everything else (errors, warnings) on stderr.
-quiet_go() { grep -v -e '^go: added ' -e '^go: upgraded go ' >&2 || true; }
+# Drop go get's one line per downloaded or added module; keep the rest (errors, warnings) on stderr.
+quiet_go() { grep -v -e '^go: downloading ' -e '^go: added ' -e '^go: upgraded go ' >&2 || true; }
 
 elapsed() { printf '%dm%02ds' $(($1 / 60)) $(($1 % 60)); }
 
@@ -150,7 +150,7 @@ provide_pulumi() {
   fi
   go_env
   start=$SECONDS
-  say "building pulumi $PULUMI_VERSION (several minutes on 2 cores)…"
+  say "building pulumi $PULUMI_VERSION (several minutes on 2 cores; about 300 modules to fetch on an empty cache)…"
   mod="$WORK/pulumi"
   rm -rf "$mod"
   mkdir -p "$mod"
