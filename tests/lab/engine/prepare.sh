@@ -143,7 +143,6 @@ step_image() {
     || die "docker build failed; see ${CACHE}/build.log"
   log "built $IMAGE in $((SECONDS - start)) s, $(docker image inspect --format '{{ .Size }}' "$IMAGE") bytes"
   rm -rf "$ctx"
-  docker image prune -f --filter "label!=blackwell.lab.inputs" >/dev/null 2>&1 || true
 }
 
 step_network() {
@@ -206,10 +205,10 @@ step_push() {
 }
 
 # The tiny model, generated inside the engine image (it has torch, transformers, tokenizers).
-# The generator is deterministic; a stamp names the generator and image that made the model.
+# The generator is deterministic; a stamp names the generator and the package set that ran it.
 step_model() {
   local stamp
-  stamp="$(sha12 "${HERE}/make_tiny_model.py")-$(docker image inspect --format '{{ .Id }}' "$IMAGE" | cut -c8-19)"
+  stamp=$(sha12 "${HERE}/make_tiny_model.py" "${HERE}/requirements.lock")
   if [[ "$(cat "${MODEL_DIR}/.made-by" 2>/dev/null || true)" == "$stamp" ]]; then return; fi
   log "generating the tiny model into $MODEL_DIR"
   rm -rf "$MODEL_DIR"
