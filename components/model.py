@@ -9,7 +9,6 @@ import os
 from typing import Sequence
 
 import pulumi
-from pulumi_command import remote
 
 from .config.schema import FabricSpec, ModelSpec
 from .image import peer_values
@@ -32,18 +31,12 @@ class ModelCache(pulumi.ComponentResource):
         self.spec = spec
         self.path, staging = cache_paths(spec)
         common = dict(model_name=spec.name, final_dir=self.path, staging_dir=staging)
-        deps = list(depends_on)
-        if spec.source.kind == "local":
-            # SFTP upload into the staging directory; the fetch script below hashes and renames it.
-            upload = remote.CopyToRemote(
-                f"{spec.name}-upload", connection=fetch_node.connection,
-                source=pulumi.FileArchive(os.path.expanduser(spec.source.path)),
-                remote_path=staging,
-                opts=pulumi.ResourceOptions(parent=self, depends_on=deps))
-            deps = [upload]
+        # A local source is streamed into the staging directory first (and again when its
+        # content changes); the fetch script then hashes and renames it.
+        upload = (os.path.expanduser(spec.source.path), staging) if spec.source.kind == "local" else None
         with_token = hf_token is not None and spec.source.kind == "hub"
         self.fetch = run(
-            f"{spec.name}-fetch", fetch_node, parent=self, depends_on=deps,
+            f"{spec.name}-fetch", fetch_node, parent=self, depends_on=depends_on, upload=upload,
             create=render("scripts/fetch-model.sh.j2", kind=spec.source.kind, repo=spec.repo,
                           revision=spec.revision, image=downloader_image, with_token=with_token,
                           source_path=spec.source.path or "", **common),

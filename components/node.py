@@ -7,7 +7,6 @@ import os
 from pathlib import Path
 
 import pulumi
-from pulumi_command import remote
 
 from .config.schema import NodeSpec
 
@@ -18,17 +17,15 @@ class Node(pulumi.ComponentResource):
         super().__init__("blackwell:node:Node", spec.name, None, opts)
         self.spec = spec
         self.name = spec.name
-        self.connection = remote.ConnectionArgs(
-            host=spec.host,
-            port=spec.ssh.port,
-            user=spec.ssh.user,
-            private_key=private_key,
-            # Without an explicit key the agent answers (ssh-agent, hardware keys).
-            agent_socket_path=None if private_key is not None else os.environ.get("SSH_AUTH_SOCK"),
-            host_key=spec.ssh.host_key,
-            per_dial_timeout=spec.ssh.connect_timeout_s,
-            dial_error_limit=3,
-        )
+        # What a RemoteCommand needs to reach this node. Without a key the SSH agent answers.
+        self.connection = {
+            "host": spec.host,
+            "port": spec.ssh.port,
+            "user": spec.ssh.user,
+            "private_key": private_key,
+            "host_key": spec.ssh.host_key,
+            "connect_timeout_s": spec.ssh.connect_timeout_s,
+        }
         self.register_outputs({"host": spec.host, "arch": spec.arch})
 
 

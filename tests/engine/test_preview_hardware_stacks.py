@@ -15,27 +15,28 @@ def creates(doc: dict) -> dict[str, dict]:
 def test_spark_duo_preview_lists_the_deployment(project):
     steps = creates(preview_json(project, "spark-duo", OFFLINE))
     script = lambda name: steps[name]["newState"]["inputs"]["create"]
-    assert "systemctl disable --now 'vllm-cluster.service'" in script("spark-1a32-vllm-cluster-retire")
-    assert "systemctl is-active --quiet 'vllm-embeddings.service'" in script("spark-5be3-vllm-embeddings-check")
+    assert "systemctl disable --now vllm-cluster.service" in script("spark-1a32-vllm-cluster-retire")
+    assert "systemctl is-active --quiet vllm-embeddings.service" in script("spark-5be3-vllm-embeddings-check")
     assert "transformers>=5.2" in script("vllm-qwen35-build")
     assert "Qwen/Qwen3.5-122B-A10B-FP8" in script("qwen35-122b-fetch")
     assert "docker save" in script("vllm-qwen35-sync-spark-5be3")
     assert "192.168.200.13" in script("vllm-qwen35-sync-spark-5be3")
     assert "rsync" in script("qwen35-122b-to-spark-5be3")
-    assert "ray start --head" in script("qwen35-ray-head-spark-1a32-install").replace('"', "")
+    assert '"ray" \\\n  "start" \\\n  "--head"' in script("qwen35-ray-head-spark-1a32-install")
     assert "--address=192.168.200.12:6379" in script("qwen35-ray-worker-spark-5be3-install")
     engine = script("qwen35-spark-1a32-install")
-    assert '"--tensor-parallel-size" \\\n  "2"' in engine or "--tensor-parallel-size" in engine
+    assert '"--tensor-parallel-size" \\\n  "2" \\\n' in engine
+    assert '"--distributed-executor-backend" \\\n  "ray"' in engine
     assert "/v1/chat/completions" in script("qwen35-health")
     connections = {n: s["newState"]["inputs"]["connection"]["host"] for n, s in steps.items()
-                   if s["type"] == "command:remote:Command"}
+                   if s["newState"]["type"] == "pulumi-python:dynamic/remote:Command"}
     assert connections["vllm-qwen35-build"] == "spark-1a32"
     assert connections["spark-5be3-vllm-embeddings-check"] == "spark-5be3"
 
 
 def test_rtxpro_quad_preview_lists_the_deployment(project):
     steps = creates(preview_json(project, "rtxpro-quad", OFFLINE))
-    assert "systemctl disable --now 'sglang-kimi.service'" in steps["llm-server-sglang-kimi-retire"]["newState"]["inputs"]["create"]
+    assert "systemctl disable --now sglang-kimi.service" in steps["llm-server-sglang-kimi-retire"]["newState"]["inputs"]["create"]
     engine = steps["qwen35-397b-llm-server-install"]["newState"]["inputs"]["create"]
     for flag in ("modelopt_fp4", "flashinfer_cutlass", "--fp4-gemm-backend", "--enable-hierarchical-cache"):
         assert flag in engine

@@ -11,6 +11,8 @@ import pulumi
 from components.config import load_stack_file
 
 REPO = Path(__file__).resolve().parents[2]
+# The type of a script run on a node (components/remote.py).
+COMMAND = "pulumi-python:dynamic/remote:Command"
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
 
 
@@ -43,7 +45,7 @@ class Recorder(pulumi.runtime.Mocks):
         parent, deps = self._requests.get((args.typ, args.name), (None, []))
         self.resources[f"{args.typ}::{args.name}"] = Registered(args.typ, args.name, dict(args.inputs), parent, deps)
         outputs = dict(args.inputs)
-        if args.typ == "command:remote:Command":
+        if args.typ == COMMAND:
             outputs.setdefault("stdout", "image-id=sha256:mock\n")
             outputs.setdefault("stderr", "")
         return f"{args.name}-id", outputs
@@ -87,7 +89,7 @@ class Snapshot:
     units: list  # every SystemdUnit the program created, in creation order
 
     def commands(self) -> list[Registered]:
-        return [r for r in self.recorder.resources.values() if r.type == "command:remote:Command"]
+        return [r for r in self.recorder.resources.values() if r.type == COMMAND]
 
     def by_name(self, name: str) -> Registered:
         [found] = [r for r in self.recorder.resources.values() if r.name == name]

@@ -12,7 +12,7 @@ import pulumi
 import pytest
 
 from tests.unit import systemd_syntax
-from tests.unit.mocked import SENTINEL, STACKS, snapshot
+from tests.unit.mocked import COMMAND, SENTINEL, STACKS, snapshot
 
 _CACHE: dict = {}
 
@@ -80,7 +80,7 @@ def flag_value(argv: list[str], flag: str) -> str:
 @pytest.mark.parametrize("stack", STACKS)
 def test_type_tokens_name_real_component_classes(stack):
     s = snap(stack)
-    components = [r for r in s.recorder.resources.values() if not r.type.startswith("command:")]
+    components = [r for r in s.recorder.resources.values() if r.type != COMMAND]
     assert components
     for r in components:
         m = re.fullmatch(r"blackwell:([a-z_]+):([A-Z][A-Za-z]+)", r.type)
@@ -102,7 +102,7 @@ def test_every_resource_is_parented_and_named_from_its_component(stack):
         parent = parent_of(s, r)
         assert parent is not None, f"{r.type} {r.name} has no parent inside the stack (parent={r.parent!r})"
         assert parent.type.startswith("blackwell:"), f"{r.name}: parent {parent.type} is not one of our components"
-        if r.type.startswith("command:"):
+        if r.type == COMMAND:
             assert parent is not root, f"command {r.name} hangs off the stack instead of its component"
         if parent is not root:
             assert r.name.startswith(parent.name + "-"), \
@@ -118,7 +118,7 @@ def test_every_command_targets_a_node_of_the_stack_with_its_pinned_host_key(stac
         conn = r.inputs["connection"].get("value", r.inputs["connection"])
         assert conn["host"] in nodes, f"{r.name} targets unknown host {conn['host']}"
         node = nodes[conn["host"]]
-        assert conn["hostKey"] == node.ssh.host_key, f"{r.name}: host key not pinned to {node.name}'s"
+        assert conn["host_key"] == node.ssh.host_key, f"{r.name}: host key not pinned to {node.name}'s"
         assert conn["user"] == node.ssh.user and int(conn["port"]) == node.ssh.port
 
 
@@ -193,7 +193,7 @@ def test_kept_services_are_only_looked_at(stack):
         comp = s.by_name(f"{k.node}-{k.unit.removesuffix('.service')}")
         assert comp.type == "blackwell:services:KeptService"
         children = [r for r in s.recorder.resources.values() if parent_of(s, r) is comp]
-        assert [c.type for c in children] == ["command:remote:Command"]
+        assert [c.type for c in children] == [COMMAND]
         [check] = children
         assert not check.inputs.get("delete"), "a kept service must have nothing to do on destroy"
         script = check.inputs["create"]
