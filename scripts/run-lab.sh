@@ -12,6 +12,9 @@ tests/lab/lab up
 if [ ! -s tests/lab/.state/api-key ]; then
   (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' > tests/lab/.state/api-key)
 fi
+# The lab stack's passphrase is fixed and public (tests/lab/lab.env): its salt is in git.
+PULUMI_CONFIG_PASSPHRASE=$(sed -n 's/^LAB_PULUMI_PASSPHRASE=//p' tests/lab/lab.env)
+export PULUMI_CONFIG_PASSPHRASE
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 pulumi stack select --create lab --non-interactive >/dev/null
