@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -73,6 +74,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--keep", action="store_true", help="leave the lab converged at the end")
     args = parser.parse_args()
+    # The lab stack's fixed, public passphrase (tests/lab/lab.env).
+    os.environ.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
+    os.environ["PULUMI_CONFIG_PASSPHRASE"] = lab.ENV["LAB_PULUMI_PASSPHRASE"]
     stack = auto.select_stack(stack_name="lab", work_dir=str(REPO))
     stack.destroy(color="never")
 

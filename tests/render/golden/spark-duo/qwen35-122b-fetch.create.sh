@@ -23,9 +23,10 @@ docker run --rm --network host -v "$staging":/dest --env-file "$token_file" \
   Qwen/Qwen3.5-122B-A10B-FP8 0000000000000000000000000000000000000000 >&2
 rm -rf "$staging/.cache"
 log "hashing files for the manifest"
+# Written beside the directory, not in it, so that the manifest never lists itself.
 (cd "$staging" && find . -type f ! -name .blackwell-manifest.sha256 -print0 | sort -z \
-   | xargs -0 -r sha256sum) > "$staging/.blackwell-manifest.sha256.tmp"
-mv -f "$staging/.blackwell-manifest.sha256.tmp" "$staging/.blackwell-manifest.sha256"
+   | xargs -0 -r sha256sum) > "$staging.manifest.tmp"
+mv -f "$staging.manifest.tmp" "$staging/.blackwell-manifest.sha256"
 rm -rf "$final"
 mv "$staging" "$final"
 log "cached at $final ($(du -sh "$final" | cut -f1))"
