@@ -22,7 +22,8 @@ def ray_tmp_dir(state_dir: str, name: str) -> str:
 
 
 class RayCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, head: Node, workers: Sequence[Node], *, image: str, fabric: FabricSpec,
+    def __init__(self, name: str, head: Node, workers: Sequence[Node], *, image: str,
+                 image_id: pulumi.Input[str], fabric: FabricSpec,
                  ray: RaySpec, docker: DockerRun, state_dir: str, mounts: Sequence[str] = (),
                  depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("blackwell:cluster:RayCluster", name, None, opts)
@@ -44,8 +45,9 @@ class RayCluster(pulumi.ComponentResource):
                 docker_args=docker_args(docker, fabric, list(env), [*mounts, f"{tmp}:/tmp/ray"]),
                 environment=env, restart="always",
                 pre_start=[["/usr/bin/mkdir", "-p", tmp]])
-            return SystemdUnit(f"{name}-{role}-{node.name}", node, unit_name, text,
-                               depends_on=deps, opts=pulumi.ResourceOptions(parent=self))
+            # A new image under the same tag restarts the container too.
+            return SystemdUnit(f"{name}-{role}-{node.name}", node, unit_name, text, depends_on=deps,
+                               triggers=[image_id], opts=pulumi.ResourceOptions(parent=self))
 
         self.head_unit = node_unit(
             head, "head",

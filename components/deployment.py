@@ -23,7 +23,8 @@ DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
 
 
 class Deployment(pulumi.ComponentResource):
-    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], *, image: str, model_path: str,
+    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], *, image: str, image_id: pulumi.Input[str],
+                 model_path: str,
                  model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
                  api_key: pulumi.Output[str] | None, depends_on: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None):
@@ -54,7 +55,8 @@ class Deployment(pulumi.ComponentResource):
                 environment=env, env_file=env_file, after=after, binds_to=binds,
                 pre_start=[DROP_PAGE_CACHE] if spec.drop_page_cache else [])
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
-                               env_text=env_text, depends_on=deps, opts=pulumi.ResourceOptions(parent=self))
+                               env_text=env_text, depends_on=deps, triggers=[image_id],
+                               opts=pulumi.ResourceOptions(parent=self))
 
         deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])
         if spec.topology == "native":

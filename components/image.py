@@ -65,7 +65,7 @@ class ImageSync(pulumi.ComponentResource):
         for peer in peers:
             values = dict(tag=image.tag, **peer_values(image.build_node, peer, fabric))
             self.copies[peer.name] = run(f"{name}-{peer.name}", image.build_node, parent=self,
-                                         depends_on=[image.build],
+                                         depends_on=[image.build], triggers=[image.image_id],
                                          create=render("scripts/sync-image.sh.j2", **values),
                                          delete=render("scripts/unsync-image.sh.j2", **values))
         self.register_outputs({"peers": [p.name for p in peers]})

@@ -21,7 +21,7 @@ from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateRes
 from .node import Node
 
 # Inputs whose change means the script must run again on the node.
-RERUN_ON = ("create", "stdin", "upload_digest")
+RERUN_ON = ("create", "stdin", "upload_digest", "triggers")
 
 
 def _execute(props: dict[str, Any]) -> dict[str, str]:
@@ -69,13 +69,15 @@ class RemoteCommand(pulumi.dynamic.Resource, module="remote", name="Command"):
 def run(name: str, node: Node, *, create: str, delete: str | None = None, parent: pulumi.Resource,
         stdin: pulumi.Input[str] | None = None, depends_on: Sequence[pulumi.Resource] = (),
         sensitive: bool = False, timeout_s: int = 4 * 3600,
-        upload: tuple[str, str] | None = None) -> RemoteCommand:
-    """A script on `node`. create doubles as update: it runs again only when its text, its stdin
-    or its upload changed, so every script is written to converge from any earlier state.
+        upload: tuple[str, str] | None = None, triggers: Sequence[pulumi.Input] = ()) -> RemoteCommand:
+    """A script on `node`. create doubles as update: it runs again only when its text, its stdin,
+    its upload or one of its triggers (e.g. the ID of the image it uses) changed, so every script
+    is written to converge from any earlier state.
     upload=(local_dir, remote_dir) streams a directory of the operator's machine there first."""
     props: dict[str, Any] = {"connection": node.connection, "create": create, "delete": delete,
                              "stdin": stdin, "timeout_s": timeout_s, "label": f"{name} on {node.name}",
-                             "upload_from": None, "upload_to": None, "upload_digest": None}
+                             "upload_from": None, "upload_to": None, "upload_digest": None,
+                             "triggers": list(triggers)}
     if upload:
         props.update(upload_from=os.path.abspath(upload[0]), upload_to=upload[1],
                      upload_digest=directory_digest(upload[0]))

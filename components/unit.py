@@ -18,7 +18,7 @@ class SystemdUnit(pulumi.ComponentResource):
     def __init__(self, name: str, node: Node, unit_name: str, unit_text: str, *,
                  env_file: str | None = None, env_text: pulumi.Input[str] | None = None,
                  must_stay_up: bool = True, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
+                 triggers: Sequence[pulumi.Input] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("blackwell:unit:SystemdUnit", name, None, opts)
         if UNIT_DELIMITER in unit_text:
             raise ValueError(f"unit {unit_name}: its text may not contain {UNIT_DELIMITER}")
@@ -31,7 +31,7 @@ class SystemdUnit(pulumi.ComponentResource):
                            create=render("scripts/install-unit.sh.j2", unit_text=unit_text,
                                          must_stay_up=must_stay_up, **values),
                            delete=render("scripts/remove-unit.sh.j2", **values),
-                           stdin=env_text)
+                           stdin=env_text, triggers=triggers)
         self.register_outputs({"unit": unit_name, "node": node.name, "digest": self.digest})
 
 

@@ -21,9 +21,11 @@ class EngineProbe(pulumi.ComponentResource):
     the image's transformers parses its config.json."""
 
     def __init__(self, deployment: str, engine: str, head: Node, image: str, model_dir: str, *,
-                 depends_on: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions | None = None):
+                 image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__("blackwell:preflight:EngineProbe", f"{deployment}-preflight", None, opts)
         self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
+                           triggers=[image_id],
                            create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine,
                                          image=image, model_dir=model_dir))
         self.register_outputs({})

@@ -45,8 +45,6 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--init" \
   "--shm-size" \
   "2g" \
-  "--ulimit" \
-  "memlock=-1:-1" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
   "-v" \

@@ -33,8 +33,6 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-head" \
   "--init" \
   "--shm-size" \
   "2g" \
-  "--ulimit" \
-  "memlock=-1:-1" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
   "-v" \

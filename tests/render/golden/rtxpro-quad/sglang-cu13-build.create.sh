@@ -1,17 +1,22 @@
 #!/usr/bin/env bash
-# Build the derived engine image on its build node (or only pull the base when nothing is added). The tag is the content address of the
-# Dockerfile, so an existing tag means the work is done. The image is built under a staging tag
-# and tagged for real only after it passed its check: nothing half-built carries the real tag.
+# Build the derived engine image on its build node (or only pull the base when nothing is
+# added). The tag is the content address of the Dockerfile, and the image records the ID of the
+# base it was built on: an existing tag over the same base means the work is done; a base that
+# moved (a mutable tag re-pushed) means a rebuild. The image is built under a staging tag and
+# tagged for real only once built: nothing half-built carries the real tag.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/sglang-cu13:6652dad398a1' "$*" >&2; }
-if id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1 2>/dev/null); then
-  log "already built"
-  echo "image-id=$id"
-  exit 0
+log "pulling base image"
+if ! docker pull lmsysorg/sglang:dev-cu13 >&2; then
+  docker image inspect lmsysorg/sglang:dev-cu13 >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+  log "registry unreachable; using the base image already here"
 fi
-if ! docker image inspect lmsysorg/sglang:dev-cu13 >/dev/null 2>&1; then
-  log "pulling base image"
-  docker pull lmsysorg/sglang:dev-cu13 >&2
+base_id=$(docker image inspect --format '{{.Id}}' lmsysorg/sglang:dev-cu13)
+if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/sglang-cu13:6652dad398a1 2>/dev/null) \
+   && [ "$built_on" = "$base_id" ]; then
+  log "already built on this base"
+  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1)"
+  exit 0
 fi
 ctx=$(mktemp -d)
 trap 'rm -rf "$ctx"' EXIT
@@ -23,8 +28,9 @@ RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.2' \
  && python3 -c "import transformers; print('transformers', transformers.__version__)"
 LABEL org.blackwell-serving.base=lmsysorg/sglang:dev-cu13
 BWS_DOCKERFILE_EOF
-log "building (progress below)"
-docker build --network host -t blackwell-serving/sglang-cu13:6652dad398a1-staging "$ctx" >&2
+log "building on base $base_id (progress below)"
+docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
+  -t blackwell-serving/sglang-cu13:6652dad398a1-staging "$ctx" >&2
 docker tag blackwell-serving/sglang-cu13:6652dad398a1-staging blackwell-serving/sglang-cu13:6652dad398a1
 docker rmi blackwell-serving/sglang-cu13:6652dad398a1-staging >/dev/null
 echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1)"
