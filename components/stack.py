@@ -57,7 +57,7 @@ class ServingStack(pulumi.ComponentResource):
             image = self.images[d.image]
             images_there = [image_ready[d.image][n] for n in d.nodes]
             # Nothing of ours starts before the checks either, retirements or not.
-            retired_there = [*(p.command for p in self.preflight),
+            gates = [*(p.command for p in self.preflight),
                              *(svc for n in d.nodes for svc in retired_on.get(n, []))]
             cluster = None
             if d.topology == "ray":
@@ -65,12 +65,13 @@ class ServingStack(pulumi.ComponentResource):
                                      image_id=image.image_id, fabric=spec.fabric,
                                      ray=spec.ray, docker=d.docker, state_dir=spec.state_dir,
                                      mounts=[f"{model.spec.cache_dir}:{model.spec.cache_dir}:ro"],
-                                     depends_on=[*images_there, *retired_there], opts=child)
+                                     depends_on=[*images_there, *gates], opts=child)
             api_key = resolve(d.api_key, f"deployments[{i}].api_key") if d.api_key else None
             self.deployments[d.name] = Deployment(
-                d, nodes, image=image.tag, image_id=image.image_id, model_path=model.path, model_cache_dir=model.spec.cache_dir,
+                d, nodes, image=image.tag, image_id=image.image_id, model_path=model.path,
+                model_cache_dir=model.spec.cache_dir,
                 fabric=spec.fabric, cluster=cluster, api_key=api_key,
-                depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *retired_there], opts=child)
+                depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
 
         self.endpoints = {n: d.endpoint for n, d in self.deployments.items()}
         self.register_outputs({"endpoints": self.endpoints})
@@ -83,7 +84,8 @@ class ServingStack(pulumi.ComponentResource):
         for d in spec.deployments:
             head, model = d.nodes[0], self.models[d.model]
             checks.append(EngineProbe(d.name, d.engine, self.nodes[head], self.images[d.image].tag, model.path,
-                                      image_id=self.images[d.image].image_id, depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))
+                                      image_id=self.images[d.image].image_id,
+                                      depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))
             if d.topology != "single":
                 for n in d.nodes:
                     fabric_nodes.setdefault(n, [])
