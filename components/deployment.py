@@ -41,7 +41,7 @@ class Deployment(pulumi.ComponentResource):
             env = {**fabric_environment(fabric, node.spec), "HF_HUB_OFFLINE": "1", **spec.env}
             mounts = [f"{model_cache_dir}:{model_cache_dir}:ro"]
             after, binds = [], []
-            if cluster is not None:
+            if cluster is not None and spec.executor == "ray":
                 env["RAY_ADDRESS"] = cluster.address
                 mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
                 after = binds = [cluster.head_unit_name]

@@ -20,7 +20,7 @@ def vllm_argv(d: DeploymentSpec, model_path: str) -> list[str]:
             "--gpu-memory-utilization", str(d.memory_fraction),
             "--max-model-len", str(d.max_model_len),
             "--kv-cache-dtype", d.kv_cache_dtype]
-    if d.topology == "ray":
+    if d.topology == "ray" and d.executor == "ray":
         argv += ["--distributed-executor-backend", "ray"]
     if d.max_num_seqs:
         argv += ["--max-num-seqs", str(d.max_num_seqs)]

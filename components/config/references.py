@@ -58,10 +58,11 @@ def check_references(spec: "StackSpec") -> None:
             problems.append(f"{p}.model: model '{d.model}' is not cached on {missing}; fix: add them to its nodes")
         if any(n not in nodes for n in d.nodes):
             continue
-        gpus = sum(spec.node(n).gpu.count for n in d.nodes)
+        gpus = sum(spec.node(n).gpu.count for n in d.engine_nodes)
         if d.tensor_parallel * d.pipeline_parallel != gpus:
+            where = "its head has" if d.executor == "head" else "its nodes have"
             problems.append(f"{p}.tensor_parallel: tensor_parallel × pipeline_parallel = "
-                            f"{d.tensor_parallel * d.pipeline_parallel} but its nodes have {gpus} GPUs; "
+                            f"{d.tensor_parallel * d.pipeline_parallel} but {where} {gpus} GPUs; "
                             f"fix: make the product equal the GPU count")
         if d.topology != "single":
             if spec.fabric is None:

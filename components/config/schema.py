@@ -206,8 +206,18 @@ class DeploymentSpec(Strict):
     image: Name = Field(description="an entry of images:")
     model: Name = Field(description="an entry of models:")
     nodes: list[Name] = Field(min_length=1, description="nodes it runs on; the first is the head")
+
+    @property
+    def engine_nodes(self) -> list[str]:
+        """The nodes whose GPUs hold the engine's ranks."""
+        return self.nodes[:1] if self.executor == "head" else list(self.nodes)
     topology: Literal["single", "ray", "native"] = Field(
         "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch (SGLang)")
+    executor: Literal["ray", "head"] = Field(
+        "ray", description="topology ray only: 'ray' spreads the engine over the cluster "
+                           "(--distributed-executor-backend ray); 'head' keeps the cluster spanning every node "
+                           "but runs the engine on the head's GPUs alone (engines whose platform cannot use Ray, "
+                           "e.g. vLLM's CPU build)")
     tensor_parallel: int = Field(1, ge=1, le=64)
     pipeline_parallel: int = Field(1, ge=1, le=64)
     port: int = Field(8000, ge=1, le=65535)
@@ -242,6 +252,8 @@ class DeploymentSpec(Strict):
                              "fix: use 'ray' (vLLM) or 'native' (SGLang) for more, or list one node")
         if self.topology != "single" and len(self.nodes) < 2:
             raise ValueError(f"topology: '{self.topology}' needs at least two nodes; fix: add a node or use 'single'")
+        if self.executor == "head" and self.topology != "ray":
+            raise ValueError("executor: 'head' only applies to topology 'ray'; fix: remove it")
         if self.topology == "ray" and self.engine != "vllm":
             raise ValueError("topology: 'ray' is for vLLM; fix: use topology 'native' for SGLang")
         if len(set(self.nodes)) != len(self.nodes):

@@ -27,7 +27,7 @@ class DeploymentFit:
 
 def layout(spec: StackSpec, d: DeploymentSpec) -> Layout:
     nodes = tuple(NodeSpec(name=n, gpu_count=spec.node(n).gpu.count,
-                           usable_bytes_per_gpu=int(spec.node(n).gpu.memory_gb * GB)) for n in d.nodes)
+                           usable_bytes_per_gpu=int(spec.node(n).gpu.memory_gb * GB)) for n in d.engine_nodes)
     return Layout(tensor_parallel_size=d.tensor_parallel, pipeline_parallel_size=d.pipeline_parallel, nodes=nodes)
 
 

@@ -433,3 +433,28 @@ def test_shlex_sees_one_word_for_quoted_values():
         assert shlex.split(shell_quote(payload)) == [payload]
         done = subprocess.run(["bash", "-c", f"printf %s {shell_quote(payload)}"], capture_output=True, text=True)
         assert done.stdout == payload
+
+
+def test_head_executor_counts_only_the_heads_gpus():
+    from components.config import parse
+    from tests.unit.mocked import REPO
+    from components.config.load import values_from_stack_file
+
+    values = values_from_stack_file(REPO / "stacks" / "Pulumi.lab.yaml")
+    values["deployments"][0]["tensor_parallel"] = 2
+    with pytest.raises(ConfigError) as err:
+        parse(values, "stacks/Pulumi.lab.yaml")
+    assert "blackwell-serving:deployments[0].tensor_parallel" in str(err.value)
+    assert "its head has 1 GPUs" in str(err.value)
+
+
+def test_head_executor_needs_the_ray_topology():
+    from components.config import parse
+    from tests.unit.mocked import REPO
+    from components.config.load import values_from_stack_file
+
+    values = values_from_stack_file(REPO / "stacks" / "Pulumi.rtxpro-quad.yaml")
+    values["deployments"][0]["executor"] = "head"
+    with pytest.raises(ConfigError) as err:
+        parse(values, "stacks/Pulumi.rtxpro-quad.yaml")
+    assert "executor" in str(err.value) and "topology 'ray'" in str(err.value)

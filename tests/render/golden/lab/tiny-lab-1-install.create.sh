@@ -16,10 +16,9 @@ cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 # Managed by blackwell-serving (Deployment tiny); edits are drift and are reverted by `pulumi up`.
 [Unit]
 Description=blackwell-serving vllm tiny
-After=docker.service network-online.target bws-tiny-ray-head.service
+After=docker.service network-online.target
 Wants=network-online.target
-Requires=docker.service bws-tiny-ray-head.service
-BindsTo=bws-tiny-ray-head.service
+Requires=docker.service
 
 [Service]
 Type=simple
@@ -34,7 +33,6 @@ Environment="SGLANG_HOST_IP=198.19.0.11"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.11"
 Environment="HF_HUB_OFFLINE=1"
 Environment="VLLM_CPU_KVCACHE_SPACE=1"
-Environment="RAY_ADDRESS=198.19.0.11:6379"
 EnvironmentFile=/etc/blackwell-serving/tiny.env
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
@@ -47,8 +45,6 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "2g" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
-  "-v" \
-  "/var/lib/blackwell-serving/ray/tiny-ray:/tmp/ray" \
   "-e" \
   "NCCL_SOCKET_IFNAME" \
   "-e" \
@@ -72,8 +68,6 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "-e" \
   "VLLM_CPU_KVCACHE_SPACE" \
   "-e" \
-  "RAY_ADDRESS" \
-  "-e" \
   "VLLM_API_KEY" \
   "blackwell-serving/vllm-lab:2b5ceeb6797a" \
   "vllm" \
@@ -86,7 +80,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--port" \
   "8000" \
   "--tensor-parallel-size" \
-  "2" \
+  "1" \
   "--pipeline-parallel-size" \
   "1" \
   "--gpu-memory-utilization" \
@@ -95,8 +89,6 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "256" \
   "--kv-cache-dtype" \
   "auto" \
-  "--distributed-executor-backend" \
-  "ray" \
   "--enforce-eager" \
   "--dtype" \
   "bfloat16"
