@@ -112,9 +112,13 @@ def test_glm_retired_and_embeddings_untouched(converged):
 def test_derived_image_built_on_node1_and_same_id_on_node2(converged):
     tag = sh(NODE1, "docker images --format '{{.Repository}}:{{.Tag}}' blackwell-serving/vllm-lab")
     assert tag.startswith("blackwell-serving/vllm-lab:")
-    version = sh(NODE1, f"docker run --rm --entrypoint python3 {tag} -c "
-                        "'import transformers; print(transformers.__version__)'")
-    assert int(version.split(".")[0]) >= 5, version
+    probe = "-c 'import transformers; print(transformers.__version__)'"
+    version = sh(NODE1, f"docker run --rm --entrypoint python3 {tag} {probe}")
+    base_version = sh(NODE1, f"docker run --rm --entrypoint python3 {lab.REGISTRY}/lab/vllm-cpu:0.32.0 {probe}")
+    numbers = lambda v: tuple(int(p) for p in v.split(".")[:3])
+    # A real upgrade layer: newer than the base's own transformers, and >= 5 as the stack asks.
+    assert numbers(version) > numbers(base_version), (version, base_version)
+    assert numbers(version) >= (5, 0, 0)
     id1 = sh(NODE1, f"docker image inspect -f '{{{{.Id}}}}' {tag}")
     id2 = sh(NODE2, f"docker image inspect -f '{{{{.Id}}}}' {tag}")
     assert id1 == id2
