@@ -81,8 +81,10 @@ def run(name: str, node: Node, *, create: str, delete: str | None = None, parent
     if upload:
         props.update(upload_from=os.path.abspath(upload[0]), upload_to=upload[1],
                      upload_digest=directory_digest(upload[0]))
+    # A forced replacement (`pulumi up --replace`) undoes first: old and new share their names on
+    # the node (unit, tag, cache directory), so creating first and deleting after would undo the new.
     return RemoteCommand(name, props, pulumi.ResourceOptions(
-        parent=parent, depends_on=list(depends_on),
+        parent=parent, depends_on=list(depends_on), delete_before_replace=True,
         additional_secret_outputs=["stdout", "stderr"] if sensitive else None))
 
 
