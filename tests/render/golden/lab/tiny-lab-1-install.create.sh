@@ -38,8 +38,6 @@ ExecStartPre=-/usr/bin/docker rm -f "bws-tiny"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--network" \
   "host" \
-  "--ipc" \
-  "host" \
   "--init" \
   "--shm-size" \
   "2g" \

@@ -28,8 +28,6 @@ ExecStartPre=-/usr/bin/docker rm -f "bws-tiny-ray-head"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-head" \
   "--network" \
   "host" \
-  "--ipc" \
-  "host" \
   "--init" \
   "--shm-size" \
   "2g" \
