@@ -33,8 +33,11 @@ LABEL org.blackwell-serving.base=198.18.0.1:5000/lab/vllm-cpu:0.32.0
 BWS_DOCKERFILE_EOF
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/pip-ca.crt"
 log "building on base $base_id (progress below)"
+previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
   -t blackwell-serving/vllm-lab:2b5ceeb6797a-staging "$ctx" >&2
 docker tag blackwell-serving/vllm-lab:2b5ceeb6797a-staging blackwell-serving/vllm-lab:2b5ceeb6797a
 docker rmi blackwell-serving/vllm-lab:2b5ceeb6797a-staging >/dev/null
+# The image this tag named before (an older base): gone unless something still uses it.
+[ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
 echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a)"

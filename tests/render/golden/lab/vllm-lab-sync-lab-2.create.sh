@@ -14,6 +14,7 @@ peer() {
 }
 want=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a)
 have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null || true)
+had=$have
 if [ "$have" = "$want" ]; then
   log "already there ($want)"
   echo "image-id=$want"
@@ -33,4 +34,8 @@ if [ "$have" != "$want" ]; then
   exit 1
 fi
 log "copied in $(( $(date +%s) - start )) s"
+if [ -n "$had" ]; then
+  # The image this tag named before: gone unless something still uses it.
+  peer docker image rm "$had" >/dev/null 2>&1 || true
+fi
 echo "image-id=$want"

@@ -29,8 +29,11 @@ RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.2' \
 LABEL org.blackwell-serving.base=lmsysorg/sglang:dev-cu13
 BWS_DOCKERFILE_EOF
 log "building on base $base_id (progress below)"
+previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1 2>/dev/null || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
   -t blackwell-serving/sglang-cu13:6652dad398a1-staging "$ctx" >&2
 docker tag blackwell-serving/sglang-cu13:6652dad398a1-staging blackwell-serving/sglang-cu13:6652dad398a1
 docker rmi blackwell-serving/sglang-cu13:6652dad398a1-staging >/dev/null
+# The image this tag named before (an older base): gone unless something still uses it.
+[ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
 echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1)"

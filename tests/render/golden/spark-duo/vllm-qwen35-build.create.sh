@@ -29,8 +29,11 @@ RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.2' \
 LABEL org.blackwell-serving.base=nvcr.io/nvidia/vllm:26.02-py3
 BWS_DOCKERFILE_EOF
 log "building on base $base_id (progress below)"
+previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-qwen35:103543d29b70 2>/dev/null || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
   -t blackwell-serving/vllm-qwen35:103543d29b70-staging "$ctx" >&2
 docker tag blackwell-serving/vllm-qwen35:103543d29b70-staging blackwell-serving/vllm-qwen35:103543d29b70
 docker rmi blackwell-serving/vllm-qwen35:103543d29b70-staging >/dev/null
+# The image this tag named before (an older base): gone unless something still uses it.
+[ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
 echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-qwen35:103543d29b70)"
