@@ -198,7 +198,7 @@ def content_of(res: Resource, kind: str, spec: StackSpec | None) -> str:
             repo = f" ({model.repo})" if model is not None else ""
             return f"Download model {pname}{repo} on {node}"
         if model.source.kind == "local":
-            return f"Verify and install the uploaded model {pname} on {node}"
+            return f"Upload model {pname} from this machine to {node}, hash and install it"
         return f"Verify and adopt model {pname} from {model.source.path} on {node}"
     if kind == "model-copy":
         peer = _peer(res, f"{pname}-to-")
@@ -225,7 +225,7 @@ def content_of(res: Resource, kind: str, spec: StackSpec | None) -> str:
         return (f"Drop the health gate of {pname}" if gone
                 else f"Health gate: a real chat completion from {pname}")
     if kind == "preflight-engine":
-        deployment = pname.removesuffix("-engine-probe")
+        deployment = pname.removesuffix("-preflight")
         return (f"Drop the engine probe of {deployment}" if gone
                 else f"Preflight: the engine image of {deployment} knows its model (probe on {node})")
     if kind == "preflight-fabric":

@@ -17,7 +17,7 @@ LAB_ORDER = [
     ("vllm-lab-build", "lab-1", "image", "Build image vllm-lab on lab-1 (transformers>=5)"),
     ("vllm-lab-sync-lab-2", "lab-1", "image", "Copy image vllm-lab to lab-2 over the fabric"),
     ("tiny-upload", "lab-1", "model", "Upload model tiny from this machine to lab-1"),
-    ("tiny-fetch", "lab-1", "model", "Verify and install the uploaded model tiny on lab-1"),
+    ("tiny-fetch", "lab-1", "model", "Upload model tiny from this machine to lab-1, hash and install it"),
     ("tiny-to-lab-2", "lab-1", "model", "Copy model tiny to lab-2 over the fabric"),
     ("tiny-ray-head-lab-1-install", "lab-1", "cluster", "Start Ray head on lab-1"),
     ("tiny-ray-worker-lab-2-install", "lab-2", "cluster", "Start Ray worker on lab-2"),
@@ -161,20 +161,20 @@ def test_preflight_checks_gate_the_first_change(lab_spec, monkeypatch):
     # Checks that must pass before anything is stopped: the fabric link (no dependencies) and
     # the engine probe (after the image and the model); retiring glm waits for both.
     monkeypatch.setitem(fixtures.COMPONENTS, "lab-1-fabric", ("blackwell:preflight:FabricCheck", "lab"))
-    monkeypatch.setitem(fixtures.COMPONENTS, "tiny-engine-probe", ("blackwell:preflight:EngineProbe", "lab"))
+    monkeypatch.setitem(fixtures.COMPONENTS, "tiny-preflight", ("blackwell:preflight:EngineProbe", "lab"))
     monkeypatch.setitem(fixtures.COMMANDS, "lab-1-fabric-check",
                         ("Command", "lab-1-fabric", "lab-1", "preflight fabric lab-1", []))
-    monkeypatch.setitem(fixtures.COMMANDS, "tiny-engine-probe",
-                        ("Command", "tiny-engine-probe", "lab-1", "preflight tiny", ["vllm-lab-build", "tiny-fetch"]))
+    monkeypatch.setitem(fixtures.COMMANDS, "tiny-preflight",
+                        ("Command", "tiny-preflight", "lab-1", "preflight tiny", ["vllm-lab-build", "tiny-fetch"]))
     kind, parent, node, tag, deps = fixtures.COMMANDS["lab-1-glm-retire"]
     monkeypatch.setitem(fixtures.COMMANDS, "lab-1-glm-retire",
-                        (kind, parent, node, tag, ["lab-1-fabric-check", "tiny-engine-probe"]))
+                        (kind, parent, node, tag, ["lab-1-fabric-check", "tiny-preflight"]))
     items = build_items(step_metadata(fixtures.first_preview_events()), fixtures.plan(), lab_spec)
     ids = [i.id for i in items]
     assert ids[0] == "lab-1-fabric-check"
-    assert ids.index("tiny-engine-probe") > ids.index("tiny-fetch") > ids.index("vllm-lab-build")
-    assert ids.index("lab-1-glm-retire") > ids.index("tiny-engine-probe")
+    assert ids.index("tiny-preflight") > ids.index("tiny-fetch") > ids.index("vllm-lab-build")
+    assert ids.index("lab-1-glm-retire") > ids.index("tiny-preflight")
     by_id = {i.id: i for i in items}
-    assert (by_id["tiny-engine-probe"].phase, by_id["tiny-engine-probe"].content) == (
+    assert (by_id["tiny-preflight"].phase, by_id["tiny-preflight"].content) == (
         "preflight", "Preflight: the engine image of tiny knows its model (probe on lab-1)")
     assert by_id["lab-1-fabric-check"].content.startswith("Preflight: the fabric link of lab-1 is up")
