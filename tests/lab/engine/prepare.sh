@@ -45,7 +45,8 @@ MODEL_DIR="${LAB_DIR}/.state/tiny-model"
 log() { printf '[engine] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
 
-sha12() { sha256sum "$@" | sha256sum | cut -c1-12; }
+# Content only: the paths (which differ between clones) stay out of the hash.
+sha12() { sha256sum "$@" | cut -d' ' -f1 | sha256sum | cut -c1-12; }
 
 # Waits up to $1 seconds for the command after it to succeed.
 wait_for() {
