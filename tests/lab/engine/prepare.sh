@@ -138,11 +138,14 @@ step_image() {
   cp "$HOST_CA" "$ctx/ca-certificates.crt"
   cp -al "$WHEELS" "$ctx/wheels"   # hard links: no copy of ~1.5 GB
   log "docker build $IMAGE (log: ${CACHE}/build.log)"
-  local start=$SECONDS
+  local start=$SECONDS previous
+  previous=$(docker image inspect --format '{{ .Id }}' "$IMAGE" 2>/dev/null || true)
   DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$(base_image_ref)" \
     --label "blackwell.lab.inputs=${inputs}" -t "$IMAGE" "$ctx" >"${CACHE}/build.log" 2>&1 \
     || die "docker build failed; see ${CACHE}/build.log"
   log "built $IMAGE in $((SECONDS - start)) s, $(docker image inspect --format '{{ .Size }}' "$IMAGE") bytes"
+  # The image the tag named before (5 GB): gone unless a container still uses it.
+  if [[ -n "$previous" ]]; then docker image rm "$previous" >/dev/null 2>&1 || true; fi
   rm -rf "$ctx"
 }
 
