@@ -10,7 +10,12 @@ if [ -e "$stamp" ]; then
 fi
 echo "[setup] python environment in $venv" >&2
 [ -x "$venv/bin/python" ] || python3 -m venv "$venv"
-"$venv/bin/pip" install --quiet --upgrade pip
-"$venv/bin/pip" install --quiet -e "$repo[test]"
+# pip's build-backend chatter goes to a log; on failure it is shown.
+log="$venv/setup.log"
+if ! { "$venv/bin/pip" install --quiet --upgrade pip && "$venv/bin/pip" install --quiet -e "${repo}[test]"; } >"$log" 2>&1; then
+  cat "$log" >&2
+  echo "[setup] pip failed (log above, kept in $log)" >&2
+  exit 1
+fi
 rm -f "$venv"/.pins-*
 touch "$stamp"
