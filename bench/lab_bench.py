@@ -76,7 +76,7 @@ def main() -> None:
     args = parser.parse_args()
     # The lab stack's fixed, public passphrase (tests/lab/lab.env).
     os.environ.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
-    os.environ["PULUMI_CONFIG_PASSPHRASE"] = lab.ENV["LAB_PULUMI_PASSPHRASE"]
+    os.environ.update(lab.pulumi_env({}))
     stack = auto.select_stack(stack_name="lab", work_dir=str(REPO))
     stack.destroy(color="never")
 

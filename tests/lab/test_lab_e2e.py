@@ -30,15 +30,9 @@ def sh(node: lab.Node, command: str, check: bool = True) -> str:
     return run.stdout.strip()
 
 
-def lab_env() -> dict:
-    """The engine's environment for the lab stack: its fixed, public passphrase (lab.env)."""
-    env = {k: v for k, v in os.environ.items() if k != "PULUMI_CONFIG_PASSPHRASE_FILE"}
-    return {**env, "PULUMI_CONFIG_PASSPHRASE": lab.ENV["LAB_PULUMI_PASSPHRASE"]}
-
-
 def pulumi(*args: str, timeout: int = 2400) -> subprocess.CompletedProcess:
     return subprocess.run(["pulumi", *args, "--stack", STACK, "--non-interactive"], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=lab_env())
+                          capture_output=True, text=True, timeout=timeout, env=lab.pulumi_env())
 
 
 def unit_prop(node, unit, prop) -> str:
@@ -73,7 +67,7 @@ def lab_ready():
         key.write_text(os.urandom(18).hex() + "\n")
         key.chmod(0o600)
     select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
-                            cwd=REPO, capture_output=True, text=True, env=lab_env())
+                            cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
     assert select.returncode == 0, select.stderr
     # A clean start: whatever an earlier run left is given back first.
     down = pulumi("destroy", "--yes", "--skip-preview")

@@ -80,6 +80,14 @@ class Node:
                 "-o", "ConnectTimeout=5", f"{SSH_USER}@{self.mgmt_ip}", *command]
 
 
+def pulumi_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The engine's environment for the `lab` stack: its fixed, public passphrase (lab.env)
+    instead of the clone's passphrase file."""
+    source = os.environ if base is None else base
+    env = {k: v for k, v in source.items() if k != "PULUMI_CONFIG_PASSPHRASE_FILE"}
+    return {**env, "PULUMI_CONFIG_PASSPHRASE": ENV["LAB_PULUMI_PASSPHRASE"]}
+
+
 def node_count() -> int:
     """How many nodes the last `lab up` started (the default when it has not run)."""
     try:
