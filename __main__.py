@@ -6,6 +6,7 @@ import pulumi
 
 from components.config import ConfigError, load_from_pulumi
 from components.preflight.stack_fit import PreflightError, check_stack_fit
+from components.observe import ObserveError
 from components.stack import ServingStack
 
 try:
@@ -17,8 +18,9 @@ try:
         raise ConfigError("offline mode is for previews only; unset BLACKWELL_SERVING_OFFLINE "
                           "(or blackwell-serving:offline) to change the nodes")
     fits = check_stack_fit(spec, spec.offline, pulumi.log.info)
-    stack = ServingStack(pulumi.get_stack(), spec)
-except (ConfigError, PreflightError) as err:
+    # Online, each node is probed once (read-only) so that the plan sees drift on the nodes.
+    stack = ServingStack(pulumi.get_stack(), spec, observe=not spec.offline)
+except (ConfigError, PreflightError, ObserveError) as err:
     # A RunError is printed as its message alone: no traceback for a config mistake.
     raise pulumi.RunError(str(err)) from None
 

@@ -11,6 +11,7 @@ from .config.schema import DockerRun, FabricSpec, RaySpec
 from .containers import docker_args
 from .fabric import fabric_environment
 from .node import Node
+from .observe import RayMembers
 from .remote import run
 from .render import render
 from .unit import SystemdUnit, container_unit_text
@@ -66,6 +67,7 @@ class RayCluster(pulumi.ComponentResource):
         self.ready = run(f"{name}-ready", head, parent=self,
                          depends_on=[self.head_unit, *self.worker_units],
                          create=render("scripts/wait-ray.sh.j2", cluster=name, container=self.container,
-                                       expected=1 + len(workers), timeout_s=ray.join_timeout_s))
+                                       expected=1 + len(workers), timeout_s=ray.join_timeout_s),
+                         expect=RayMembers(head.name, self.container, 1 + len(workers)))
         self.register_outputs({"head": head.name, "workers": [w.name for w in workers],
                                "address": self.address})

@@ -15,6 +15,7 @@ from .containers import docker_args
 from .engines import API_KEY_VAR, engine_argv
 from .fabric import fabric_environment
 from .node import Node
+from .observe import EndpointAnswers
 from .remote import run
 from .render import digest, render
 from .unit import SystemdUnit, container_unit_text, env_file_text
@@ -74,10 +75,15 @@ class Deployment(pulumi.ComponentResource):
             create=render("scripts/health-gate.sh.j2", deployment=spec.name, address=address, port=spec.port,
                           served_name=spec.served_name, unit=unit_name, env_file=env_file, key_var=key_var,
                           timeout_s=spec.health.timeout_s, request_json=json.dumps(request),
-                          engine_digest=digest(*(u.unit_text for u in self.units))))
+                          engine_digest=digest(*(u.unit_text for u in self.units))),
+            expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"))
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})
+
+
+def _url_host(address: str) -> str:
+    return f"[{address}]" if ":" in address else address
 
 
 def _completion_text(stdout: str | None) -> str:

@@ -10,6 +10,7 @@ import pulumi
 
 from .config.schema import FabricSpec, ImageSpec
 from .node import Node
+from .observe import ImageCopied, ImagePresent
 from .remote import run, tagged_line
 from .render import digest, render
 
@@ -43,7 +44,8 @@ class ContainerImage(pulumi.ComponentResource):
                                        dockerfile=dockerfile(spec), ca_bundle=spec.pip_ca_bundle,
                                        pull_only=self.tag == spec.base),
                          delete=render("scripts/remove-image.sh.j2", tag=self.tag)
-                         if self.tag != spec.base else None)
+                         if self.tag != spec.base else None,
+                         expect=ImagePresent(build_node.name, self.tag))
         self.image_id = tagged_line(self.build.stdout, "image-id")
         self.register_outputs({"tag": self.tag, "image_id": self.image_id})
 
@@ -67,5 +69,6 @@ class ImageSync(pulumi.ComponentResource):
             self.copies[peer.name] = run(f"{name}-{peer.name}", image.build_node, parent=self,
                                          depends_on=[image.build], triggers=[image.image_id],
                                          create=render("scripts/sync-image.sh.j2", **values),
-                                         delete=render("scripts/unsync-image.sh.j2", **values))
+                                         delete=render("scripts/unsync-image.sh.j2", **values),
+                                         expect=ImageCopied(image.build_node.name, peer.name, image.tag))
         self.register_outputs({"peers": [p.name for p in peers]})

@@ -13,6 +13,7 @@ import pulumi
 from .config.schema import FabricSpec, ModelSpec
 from .image import peer_values
 from .node import Node
+from .observe import CacheComplete, CacheCopied
 from .remote import run
 from .render import render
 
@@ -41,12 +42,14 @@ class ModelCache(pulumi.ComponentResource):
                           revision=spec.revision, image=downloader_image, with_token=with_token,
                           source_path=spec.source.path or "", **common),
             delete=render("scripts/remove-model.sh.j2", **common),
-            stdin=hf_token.apply(lambda t: f"HF_TOKEN={t}\n") if with_token else None)
+            stdin=hf_token.apply(lambda t: f"HF_TOKEN={t}\n") if with_token else None,
+            expect=CacheComplete(fetch_node.name, self.path))
         self.ready: dict[str, pulumi.Resource] = {fetch_node.name: self.fetch}
         for peer in peers:
             values = dict(**common, **peer_values(fetch_node, peer, fabric))
             self.ready[peer.name] = run(
                 f"{spec.name}-to-{peer.name}", fetch_node, parent=self, depends_on=[self.fetch],
                 create=render("scripts/sync-model.sh.j2", **values),
-                delete=render("scripts/unsync-model.sh.j2", **values))
+                delete=render("scripts/unsync-model.sh.j2", **values),
+                expect=CacheCopied(fetch_node.name, peer.name, self.path))
         self.register_outputs({"path": self.path, "nodes": list(self.ready)})

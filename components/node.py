@@ -12,30 +12,34 @@ from .config.schema import NodeSpec
 
 
 class Node(pulumi.ComponentResource):
-    def __init__(self, spec: NodeSpec, private_key: pulumi.Input[str] | None,
-                 opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, spec: NodeSpec, private_key: str | None, opts: pulumi.ResourceOptions | None = None):
         super().__init__("blackwell:node:Node", spec.name, None, opts)
         self.spec = spec
         self.name = spec.name
-        # What a RemoteCommand needs to reach this node. Without a key the SSH agent answers.
+        # What a RemoteCommand needs to reach this node (the key kept a secret in the state).
+        # Without a key the SSH agent answers.
         self.connection = {
             "host": spec.host,
             "port": spec.ssh.port,
             "user": spec.ssh.user,
-            "private_key": private_key,
+            "private_key": pulumi.Output.secret(private_key) if private_key else None,
             "host_key": spec.ssh.host_key,
             "connect_timeout_s": spec.ssh.connect_timeout_s,
         }
+        # The same, in plain text, for the program's own read-only probe; never a resource input.
+        self.probe_connection = {**self.connection, "private_key": private_key}
+        # Set by the stack when the nodes are observed (components/observe); None offline.
+        self.observer = None
         self.register_outputs({"host": spec.host, "arch": spec.arch})
 
 
-def read_private_key(spec: NodeSpec) -> pulumi.Output[str] | None:
-    """The key named by private_key_path, read now and kept as a secret; None if it is absent
-    (an offline preview on a machine without the operator's keys)."""
+def read_private_key(spec: NodeSpec) -> str | None:
+    """The key named by private_key_path, read now; None if it is absent (an offline preview on
+    a machine without the operator's keys)."""
     if not spec.ssh.private_key_path:
         return None
     path = Path(os.path.expanduser(spec.ssh.private_key_path))
     if not path.is_file():
         pulumi.log.warn(f"node {spec.name}: private key {path} not found; using the SSH agent")
         return None
-    return pulumi.Output.secret(path.read_text())
+    return path.read_text()

@@ -19,9 +19,14 @@ import pulumi
 from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
 
 from .node import Node
+from .observe.expect import Expectation
 
 # Inputs whose change means the script must run again on the node.
 RERUN_ON = ("create", "stdin", "upload_digest", "triggers")
+# `observed` is the program's reading of the node (components/observe): not empty means the node
+# is not as this step left it, so the step is pending even though its inputs are the same. Its
+# own change back to "" is no change.
+NOT_COMPARED = ("stdout", "stderr", "__provider", "observed")
 
 
 def _execute(props: dict[str, Any]) -> dict[str, str]:
@@ -41,11 +46,12 @@ class SshCommandProvider(ResourceProvider):
 
     def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
         keys = sorted(k for k in set(olds) | set(news)
-                      if k not in ("stdout", "stderr", "__provider") and olds.get(k) != news.get(k))
-        return DiffResult(changes=bool(keys), replaces=[], delete_before_replace=False)
+                      if k not in NOT_COMPARED and olds.get(k) != news.get(k))
+        return DiffResult(changes=bool(keys) or bool(news.get("observed")), replaces=[],
+                          delete_before_replace=False)
 
     def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        if any(olds.get(k) != news.get(k) for k in RERUN_ON):
+        if any(olds.get(k) != news.get(k) for k in RERUN_ON) or news.get("observed"):
             return UpdateResult(outs={**news, **_execute(news)})
         # Only how we reach the node or how we undo changed: record it, run nothing.
         return UpdateResult(outs={**news, "stdout": olds.get("stdout", ""), "stderr": olds.get("stderr", "")})
@@ -69,15 +75,19 @@ class RemoteCommand(pulumi.dynamic.Resource, module="remote", name="Command"):
 def run(name: str, node: Node, *, create: str, delete: str | None = None, parent: pulumi.Resource,
         stdin: pulumi.Input[str] | None = None, depends_on: Sequence[pulumi.Resource] = (),
         sensitive: bool = False, timeout_s: int = 4 * 3600,
-        upload: tuple[str, str] | None = None, triggers: Sequence[pulumi.Input] = ()) -> RemoteCommand:
+        upload: tuple[str, str] | None = None, triggers: Sequence[pulumi.Input] = (),
+        expect: Expectation | None = None) -> RemoteCommand:
     """A script on `node`. create doubles as update: it runs again only when its text, its stdin,
     its upload or one of its triggers (e.g. the ID of the image it uses) changed, so every script
     is written to converge from any earlier state.
-    upload=(local_dir, remote_dir) streams a directory of the operator's machine there first."""
+    upload=(local_dir, remote_dir) streams a directory of the operator's machine there first.
+    expect: what the node shows once the script has run; when the node is observed and shows
+    otherwise, the step runs again (drift)."""
     props: dict[str, Any] = {"connection": node.connection, "create": create, "delete": delete,
                              "stdin": stdin, "timeout_s": timeout_s, "label": f"{name} on {node.name}",
                              "upload_from": None, "upload_to": None, "upload_digest": None,
-                             "triggers": list(triggers)}
+                             "triggers": list(triggers),
+                             "observed": node.observer.reason(expect) if node.observer else ""}
     if upload:
         props.update(upload_from=os.path.abspath(upload[0]), upload_to=upload[1],
                      upload_digest=directory_digest(upload[0]))

@@ -8,6 +8,7 @@ from typing import Sequence
 import pulumi
 
 from .node import Node
+from .observe import UnitKept, UnitRetired
 from .remote import run
 from .render import render
 
@@ -20,7 +21,8 @@ class RetiredService(pulumi.ComponentResource):
         values = dict(unit=unit, state_dir=state_dir)
         self.command = run(f"{name}-retire", node, parent=self, depends_on=depends_on,
                            create=render("scripts/retire-service.sh.j2", **values),
-                           delete=render("scripts/restore-service.sh.j2", **values))
+                           delete=render("scripts/restore-service.sh.j2", **values),
+                           expect=UnitRetired(node.name, unit))
         self.register_outputs({"unit": unit, "node": node.name})
 
 
@@ -29,5 +31,6 @@ class KeptService(pulumi.ComponentResource):
         name = f"{node.name}-{unit.removesuffix('.service')}"
         super().__init__("blackwell:services:KeptService", name, None, opts)
         self.command = run(f"{name}-check", node, parent=self,
-                           create=render("scripts/check-kept.sh.j2", unit=unit))
+                           create=render("scripts/check-kept.sh.j2", unit=unit),
+                           expect=UnitKept(node.name, unit))
         self.register_outputs({"unit": unit, "node": node.name})

@@ -13,15 +13,25 @@ from .image import ContainerImage, ImageSync
 from .model import ModelCache
 from .node import Node, read_private_key
 from .preflight.probes import EngineProbe, FabricCheck
-from .secrets import resolve
+from .config import ConfigError
+from .observe import Observer
+from .observe.observer import Prober
+from .secrets import plain_value, resolve
 from .services import KeptService, RetiredService
 
 
 class ServingStack(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
+    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None, *,
+                 observe: bool = False, prober: Prober | None = None):
         super().__init__("blackwell:stack:ServingStack", name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.nodes = {n.name: Node(n, self._private_key(i, n), child) for i, n in enumerate(spec.nodes)}
+        # Every step states what it expects on its node; once all are built, each node is probed
+        # once and a step whose expectation fails is pending with the reason (components/observe).
+        self.observer = Observer({n: node.probe_connection for n, node in self.nodes.items()},
+                                 dry_run=pulumi.runtime.is_dry_run(), prober=prober) if observe else None
+        for node in self.nodes.values():
+            node.observer = self.observer
 
         self.kept = [KeptService(self.nodes[k.node], k.unit, child) for k in spec.keep]
 
@@ -75,6 +85,8 @@ class ServingStack(pulumi.ComponentResource):
 
         self.endpoints = {n: d.endpoint for n, d in self.deployments.items()}
         self.register_outputs({"endpoints": self.endpoints})
+        if self.observer is not None:
+            self.observer.observe()
 
     def _preflight(self, spec: StackSpec, image_ready: dict, child: pulumi.ResourceOptions) -> list:
         """The engine probe of each deployment (on its head, once image and model are there) and
@@ -95,10 +107,16 @@ class ServingStack(pulumi.ComponentResource):
         return checks
 
     @staticmethod
-    def _private_key(index: int, node):
-        if node.ssh.private_key is not None:
-            return resolve(node.ssh.private_key, f"nodes[{index}].ssh.private_key")
-        return read_private_key(node)
+    def _private_key(index: int, node) -> str | None:
+        if node.ssh.private_key is None:
+            return read_private_key(node)
+        try:
+            return plain_value(node.ssh.private_key, f"nodes[{index}].ssh.private_key", whole_file=True)
+        except ConfigError as err:
+            if not pulumi.runtime.is_dry_run():
+                raise
+            pulumi.log.warn(f"{err} (preview continues; `up` will stop here)")
+            return None
 
     @staticmethod
     def _downloader_image(spec: StackSpec, model: str) -> str:

@@ -10,10 +10,17 @@ import pulumi
 
 from ..config.schema import FabricSpec
 from ..node import Node
+from ..observe import FabricUp
 from ..remote import run
 from ..render import TEMPLATES, render
 
 PROBE = (TEMPLATES / "scripts" / "probe_engine.py").read_text()
+
+
+def rdma_port(hca: str) -> str:
+    """"mlx5_0:1" (or "mlx5_0", port 1) → "mlx5_0/1", as sysfs lays it out."""
+    name, _, port = hca.partition(":")
+    return f"{name}/{port or '1'}"
 
 
 class EngineProbe(pulumi.ComponentResource):
@@ -42,5 +49,7 @@ class FabricCheck(pulumi.ComponentResource):
                            create=render("scripts/preflight-fabric.sh.j2", node_name=node.name, netdev=fabric.netdev,
                                          address=str(node.spec.fabric_address), mtu=fabric.mtu,
                                          hcas=list(fabric.hcas),
-                                         peers=[str(p.spec.fabric_address) for p in peers]))
+                                         peers=[str(p.spec.fabric_address) for p in peers]),
+                           expect=FabricUp(node.name, fabric.netdev, str(node.spec.fabric_address), fabric.mtu,
+                                           tuple(rdma_port(h) for h in fabric.hcas)))
         self.register_outputs({})

@@ -128,10 +128,14 @@ def merge_steps(metadata: Iterable[Mapping]) -> list[Step]:
 
 
 def reason_of(step: Step) -> str:
+    """create | delete | "update: create changed" | what the program observed on the node
+    ("drift: observed inactive", "unreachable: …"), or both."""
     op = step.op
-    changed = f"{', '.join(step.diffs)} changed" if step.diffs else ""
+    observed = str(step.inputs.get("observed") or "") if op != "delete" else ""
+    diffs = [d for d in step.diffs if d != "observed"]
+    changed = f"{op}: {', '.join(diffs)} changed" if diffs else ""
     if op in ("update", "replace"):
-        return f"{op}: {changed}" if changed else op
+        return "; ".join(p for p in (changed, observed) if p) or op
     return op
 
 

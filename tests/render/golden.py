@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from components.image import dockerfile
+from components.render import render
 from tests.unit.mocked import STACKS, snapshot
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
@@ -41,6 +42,8 @@ def _rendered(stack: str):
         assert r.inputs.get("update", r.inputs["create"]) == r.inputs["create"], f"{r.name}: update differs"
     for u in snap.units:
         put(f"{u._name}.service", u.unit_text)
+    for node, watch in snap.watches.items():
+        put(f"observe-{node}.sh", render("scripts/observe.sh.j2", watch=watch))
     for img in snap.spec.images:
         put(f"{img.name}.Dockerfile", dockerfile(img))
     placements = [(u.node.name, u.unit_name, f"{u._name}.service") for u in snap.units]

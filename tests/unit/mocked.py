@@ -87,6 +87,7 @@ class Snapshot:
     serving: object
     recorder: Recorder
     units: list  # every SystemdUnit the program created, in creation order
+    watches: dict  # node → the Watch its one read-only probe was asked for
 
     def commands(self) -> list[Registered]:
         return [r for r in self.recorder.resources.values() if r.type == COMMAND]
@@ -159,6 +160,13 @@ def snapshot(stack: str, spec=None) -> Snapshot:
         units.append(self)
 
     out: dict = {}
+    watches: dict = {}
+
+    def probe(node, watch):
+        """Stands in for the SSH probe: records what it was asked; finds nothing."""
+        from components.observe.facts import NodeFacts
+        watches[node] = watch
+        return NodeFacts()
 
     @pulumi.runtime.test
     def go():
@@ -168,7 +176,7 @@ def snapshot(stack: str, spec=None) -> Snapshot:
         for r in refs:
             if r.config:
                 pulumi.runtime.set_config(f"{PROJECT}:{r.config}", SENTINEL)
-        out["serving"] = ServingStack(stack, spec)
+        out["serving"] = ServingStack(stack, spec, observe=True, prober=probe)
         out["recorder"] = recorder
 
     try:
@@ -183,4 +191,4 @@ def snapshot(stack: str, spec=None) -> Snapshot:
                 os.environ.pop(name, None)
             else:
                 os.environ[name] = value
-    return Snapshot(stack, spec, out["serving"], out["recorder"], units)
+    return Snapshot(stack, spec, out["serving"], out["recorder"], units, dict(sorted(watches.items())))

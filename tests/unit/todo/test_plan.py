@@ -178,3 +178,19 @@ def test_preflight_checks_gate_the_first_change(lab_spec, monkeypatch):
     assert (by_id["tiny-preflight"].phase, by_id["tiny-preflight"].content) == (
         "preflight", "Preflight: the engine image of tiny knows its model (probe on lab-1)")
     assert by_id["lab-1-fabric-check"].content.startswith("Preflight: the fabric link of lab-1 is up")
+
+
+def test_drift_the_program_observed_is_the_reason(lab_spec):
+    """An update whose only difference is what the probe saw reads as that; with a changed
+    script too, both are said."""
+    observed = {"tiny-lab-1-install": ("drift: observed inactive", ["observed"]),
+                "lab-1-glm-retire": ("drift: glm.service observed active again", ["create", "observed"])}
+    events = fixtures.first_preview_events({n: "update" if n in observed else "same" for n in fixtures.COMMANDS})
+    for e in events:
+        md = (e.get("resourcePreEvent") or {}).get("metadata", {})
+        name = md.get("urn", "").split("::")[-1]
+        if name in observed and md.get("op") == "update":
+            md["new"]["inputs"]["observed"], md["diffs"] = observed[name]
+    got = {i.id: i.reason for i in build_items(step_metadata(events), None, lab_spec)}
+    assert got == {"tiny-lab-1-install": "drift: observed inactive",
+                   "lab-1-glm-retire": "update: create changed; drift: glm.service observed active again"}

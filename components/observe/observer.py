@@ -1,0 +1,86 @@
+"""The Observer gathers every component's expectations while the program builds the stack, then
+probes each node once (nodes in parallel, read-only, bounded) and gives each step its reason:
+"" when the node is as the step left it, "drift: …" when it is not, "unreachable: …" when the
+node could not be asked. In `up`, an unreachable node stops the program before any step runs."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from typing import Callable, Mapping
+
+import pulumi
+
+from ..render import render
+from ..ssh import Connection, RemoteError, run_script
+from .expect import Expectation
+from .facts import NodeFacts, ProbeOutputError, Watch, parse
+
+PROBE_TIMEOUT_S = 60
+
+
+class ObserveError(Exception):
+    """A node could not be observed before `up`: nothing was changed on any node."""
+
+
+Prober = Callable[[str, Watch], NodeFacts]
+
+
+class Observer:
+    def __init__(self, connections: Mapping[str, Mapping], *, dry_run: bool,
+                 prober: Prober | None = None, log: Callable[[str], None] = pulumi.log.info):
+        self._connections = dict(connections)      # node → plain connection inputs (key included)
+        self._dry_run = dry_run
+        self._prober = prober or self._ssh_probe
+        self._log = log
+        self._watch: dict[str, Watch] = {n: Watch() for n in self._connections}
+        self._facts: dict[str, NodeFacts] | None = None
+
+    def reason(self, expectation: Expectation | None) -> pulumi.Output[str]:
+        """The step's observed reason, known once observe() ran (it runs before the program ends,
+        so before any step is planned)."""
+        if expectation is not None:
+            if self._facts is not None:
+                raise RuntimeError("an expectation was added after the nodes were observed")
+            for node, kind, key in expectation.watch():
+                getattr(self._watch[node], kind).add(key)
+        return pulumi.Output.from_input("").apply(lambda _: self.evaluate(expectation))
+
+    def evaluate(self, expectation: Expectation | None) -> str:
+        if self._facts is None:
+            raise RuntimeError("the nodes were not observed before the steps were planned")
+        if expectation is None:
+            return ""
+        for node, _, _ in expectation.watch():
+            if self._facts[node].unreachable:
+                return f"unreachable: {self._facts[node].unreachable}"
+        return expectation.drift(self._facts) or ""
+
+    def observe(self) -> dict[str, NodeFacts]:
+        todo = {n: w for n, w in self._watch.items() if not w.empty()}
+        with ThreadPoolExecutor(max_workers=max(1, min(16, len(todo)))) as pool:
+            found = dict(zip(todo, pool.map(self._observe_one, todo, todo.values())))
+        self._facts = {n: found.get(n, NodeFacts()) for n in self._watch}
+        for n, f in found.items():
+            if not f.unreachable:
+                self._log(f"observed {n}: {len(f.units)} units, {len(f.images)} images, "
+                          f"{len(f.dirs)} model caches, {len(f.links)} links, {len(f.urls)} endpoints")
+        lost = {n: f.unreachable for n, f in self._facts.items() if f.unreachable}
+        if lost and not self._dry_run:
+            raise ObserveError("cannot observe " + "; ".join(f"{n}: {why}" for n, why in lost.items())
+                               + ". Nothing was changed on any node; bring the node back (or remove it "
+                               "from the stack config) and run again.")
+        for n, why in lost.items():
+            pulumi.log.warn(f"node {n} is unreachable, its steps show as pending: {why}")
+        return self._facts
+
+    def _observe_one(self, node: str, watch: Watch) -> NodeFacts:
+        try:
+            return self._prober(node, watch)
+        except (RemoteError, ProbeOutputError, OSError) as err:
+            return NodeFacts(unreachable=str(err).strip().splitlines()[0][:300])
+
+    def _ssh_probe(self, node: str, watch: Watch) -> NodeFacts:
+        conn = Connection.from_inputs(self._connections[node])
+        out, _ = run_script(conn, render("scripts/observe.sh.j2", watch=watch), timeout_s=PROBE_TIMEOUT_S,
+                            what=f"observe {node}")
+        return parse(out)
