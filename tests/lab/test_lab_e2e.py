@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sys
 import urllib.request
 from pathlib import Path
 
 import pytest
 
 from tests.lab import topology as lab
+from tests.lab.helpers import changes, container_ids, pulumi, require_lab, sh, unit_prop
 
 pytestmark = pytest.mark.lab
 
@@ -23,45 +25,9 @@ UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service"], NODE2: ["bws-
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 
 
-def sh(node: lab.Node, command: str, check: bool = True) -> str:
-    run = subprocess.run(node.ssh_argv(command), capture_output=True, text=True, timeout=120)
-    if check and run.returncode != 0:
-        raise AssertionError(f"{node.name}: {command!r} failed: {run.stderr}")
-    return run.stdout.strip()
-
-
-def pulumi(*args: str, timeout: int = 2400) -> subprocess.CompletedProcess:
-    return subprocess.run(["pulumi", *args, "--stack", STACK, "--non-interactive"], cwd=REPO,
-                          capture_output=True, text=True, timeout=timeout, env=lab.pulumi_env())
-
-
-def unit_prop(node, unit, prop) -> str:
-    return sh(node, f"systemctl show -p {prop} --value {unit}")
-
-
-def container_ids(node) -> str:
-    return sh(node, "docker ps -q --no-trunc --filter name=bws- | sort")
-
-
-def changes(preview: dict) -> list[tuple[str, str]]:
-    return [(s["op"], s["urn"].split("::")[-1]) for s in preview.get("steps", []) if s["op"] != "same"]
-
-
-def node_state(node: lab.Node) -> str:
-    run = subprocess.run(node.ssh_argv("systemctl is-system-running || true"), capture_output=True,
-                         text=True, timeout=30)
-    return run.stdout.strip() if run.returncode == 0 else "unreachable"
-
-
 @pytest.fixture(scope="module")
 def lab_ready():
-    states = {n.name: node_state(n) for n in (NODE1, NODE2)}
-    if any(s not in ("running", "degraded") for s in states.values()):
-        message = f"the lab is not up ({states}): run tests/lab/lab up"
-        # In CI the lab is always started first: a lab that is not up is a failure there.
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
+    require_lab(NODE1, NODE2)
     key = lab.STATE_DIR / "api-key"
     if not key.exists():
         key.write_text(os.urandom(18).hex() + "\n")
@@ -160,6 +126,67 @@ def test_second_up_changes_nothing(converged):
     assert up.returncode == 0
     assert {(n.name, u): unit_prop(n, u, "ActiveEnterTimestamp") for n, units in UNITS.items() for u in units} == stamps
     assert {n.name: container_ids(n) for n in (NODE1, NODE2)} == containers
+
+
+def todo_list() -> list[dict]:
+    """The todo command's list for the lab, as the operator runs it: the seeds' JSON shape is
+    checked against its schema, and the full items (node, reason) are returned."""
+    import jsonschema
+
+    def run(fmt: str):
+        done = subprocess.run([sys.executable, "-m", "components.todo", "--stack", STACK, "--format", fmt],
+                              cwd=REPO, capture_output=True, text=True, timeout=600, env=lab.pulumi_env())
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return json.loads(done.stdout)
+
+    schema = json.loads((REPO / "components" / "todo" / "todo.schema.json").read_text())
+    seeds = run("json")
+    jsonschema.validate(seeds, schema)
+    full = run("json-full")
+    assert [i["content"] for i in full] == [i["content"] for i in seeds]
+    return full
+
+
+def drift_items(items: list[dict]) -> list[tuple[str, str, str]]:
+    return [(i["id"], i["node"], i["reason"]) for i in items]
+
+
+def up_ok() -> None:
+    up = pulumi("up", "--yes", "--skip-preview")
+    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+
+
+def test_converged_lab_has_an_empty_todo_list(converged):
+    assert todo_list() == []
+
+
+def test_engine_stopped_by_hand_is_one_item_and_up_restarts_it(converged):
+    sh(NODE1, "systemctl stop bws-tiny.service")
+    items = drift_items(todo_list())
+    # The unit, and the health gate that checks what it serves: nothing else.
+    assert items == [("tiny-lab-1-install", "lab-1", "drift: observed inactive"),
+                     ("tiny-health", "lab-1", "drift: http://127.0.0.1:8000/health not answering")]
+    up_ok()
+    assert unit_prop(NODE1, "bws-tiny.service", "ActiveState") == "active"
+    assert todo_list() == []
+
+
+def test_glm_started_by_hand_is_retired_again(converged):
+    sh(NODE1, f"systemctl start {lab.GLM_UNIT}")
+    assert drift_items(todo_list()) == [("lab-1-glm-retire", "lab-1", f"drift: {lab.GLM_UNIT} observed active again")]
+    up_ok()
+    assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "inactive"
+    # The original state is still the one destroy gives back (checked by the destroy test).
+    assert "active=active" in sh(NODE1, f"cat /var/lib/blackwell-serving/retired/{lab.GLM_UNIT}.state")
+
+
+def test_model_cache_deleted_on_node2_is_copied_again(converged):
+    sh(NODE2, f"rm -rf {MODEL_DIR}")
+    assert drift_items(todo_list()) == [
+        ("tiny-to-lab-2", "lab-1", "drift: model cache absent or incomplete on lab-2")]
+    up_ok()
+    sh(NODE2, f"cd {MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
+    assert todo_list() == []
 
 
 def test_destroy_gives_the_nodes_back(converged):
