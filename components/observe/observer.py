@@ -47,7 +47,8 @@ class Observer:
 
     def evaluate(self, expectation: Expectation | None) -> str:
         if self._facts is None:
-            raise RuntimeError("the nodes were not observed before the steps were planned")
+            # The program stopped before it reached observe(): its own error says why.
+            raise RuntimeError("the program stopped before the nodes were observed (see the error above)")
         if expectation is None:
             return ""
         for node, _, _ in expectation.watch():

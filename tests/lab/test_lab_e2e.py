@@ -189,6 +189,30 @@ def test_model_cache_deleted_on_node2_is_copied_again(converged):
     assert todo_list() == []
 
 
+def test_unreachable_node_is_pending_in_the_list_and_up_changes_nothing(converged):
+    """sshd of node 2 stopped (from the host): its steps, and node 1's copies to it, are pending
+    and marked unreachable; `up` stops before any step, on either node."""
+    stamps = {u: unit_prop(NODE1, u, "ActiveEnterTimestamp") for u in UNITS[NODE1]}
+    glm = sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true")
+    subprocess.run(["docker", "exec", NODE2.name, "systemctl", "stop", "ssh.service"], check=True, timeout=60)
+    try:
+        items = todo_list()
+        unreachable = {i["id"] for i in items if i["reason"].startswith("unreachable: ")}
+        assert unreachable == {i["id"] for i in items}
+        assert {"lab-2-embeddings-check", "lab-2-fabric-check", "tiny-ray-worker-lab-2-install",
+                "vllm-lab-sync-lab-2", "tiny-to-lab-2"} <= unreachable
+        assert not any(i["node"] == "lab-1" and i["id"].startswith("tiny-lab-1") for i in items)
+        up = pulumi("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0
+        assert "cannot observe lab-2" in out and "Nothing was changed on any node" in out, out[-3000:]
+    finally:
+        subprocess.run(["docker", "exec", NODE2.name, "systemctl", "start", "ssh.service"], check=True, timeout=60)
+    assert {u: unit_prop(NODE1, u, "ActiveEnterTimestamp") for u in UNITS[NODE1]} == stamps
+    assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == glm
+    assert todo_list() == []
+
+
 def test_destroy_gives_the_nodes_back(converged):
     pid = unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID")
     down = pulumi("destroy", "--yes", "--skip-preview")

@@ -67,7 +67,7 @@ def test_an_unreachable_node_stops_up_before_any_step():
 
 def test_steps_cannot_be_evaluated_before_observation_nor_added_after():
     obs, _ = observer({"n1": facts_of("active")})
-    with pytest.raises(RuntimeError, match="not observed"):
+    with pytest.raises(RuntimeError, match="stopped before the nodes were observed"):
         obs.evaluate(None)
     obs.observe()
     with pytest.raises(RuntimeError, match="after the nodes were observed"):
