@@ -28,3 +28,5 @@ pulumi.export("endpoints", stack.endpoints)
 pulumi.export("memory_fit", {f.deployment: f.lines() for f in fits})
 for name, deployment in stack.deployments.items():
     pulumi.export(f"{name}_sample_completion", deployment.sample)
+for name, bus_gbps in stack.bus_gbps.items():
+    pulumi.export(f"{name}_fabric_bus_gbps", bus_gbps)

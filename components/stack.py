@@ -12,6 +12,7 @@ from .deployment import Deployment
 from .image import ContainerImage, ImageSync
 from .model import ModelCache
 from .node import Node, read_private_key
+from .preflight.bandwidth import FabricBandwidth
 from .preflight.probes import EngineProbe, FabricCheck
 from .config import ConfigError
 from .observe import Observer
@@ -51,6 +52,8 @@ class ServingStack(pulumi.ComponentResource):
                 m, self.nodes[m.fetch_node], [self.nodes[n] for n in m.nodes if n != m.fetch_node], spec.fabric,
                 downloader_image=self._downloader_image(spec, m.name), hf_token=token, opts=child)
 
+        # Deployment → its measured fabric bus bandwidth (Gbit/s), when fabric.bandwidth_check is set.
+        self.bus_gbps: dict[str, pulumi.Output[str]] = {}
         # Preflight on the nodes, then retire: a failed check leaves every running service as it was.
         self.preflight = self._preflight(spec, image_ready, child)
         self.retired = [RetiredService(self.nodes[r.node], r.unit, spec.state_dir, child,
@@ -89,8 +92,9 @@ class ServingStack(pulumi.ComponentResource):
             self.observer.observe()
 
     def _preflight(self, spec: StackSpec, image_ready: dict, child: pulumi.ResourceOptions) -> list:
-        """The engine probe of each deployment (on its head, once image and model are there) and
-        the fabric check of each node of a multi-node deployment."""
+        """The engine probe of each deployment (on its head, once image and model are there),
+        the fabric check of each node of a multi-node deployment and, when configured, the
+        fabric bandwidth of each multi-node deployment."""
         checks: list = []
         fabric_nodes: dict[str, list[str]] = {}
         for d in spec.deployments:
@@ -102,8 +106,24 @@ class ServingStack(pulumi.ComponentResource):
                 for n in d.nodes:
                     fabric_nodes.setdefault(n, [])
                     fabric_nodes[n] += [p for p in d.nodes if p != n and p not in fabric_nodes[n]]
-        for n, peers in fabric_nodes.items():
-            checks.append(FabricCheck(self.nodes[n], spec.fabric, [self.nodes[p] for p in peers], child))
+        links = {n: FabricCheck(self.nodes[n], spec.fabric, [self.nodes[p] for p in peers], child)
+                 for n, peers in fabric_nodes.items()}
+        checks += links.values()
+        if spec.fabric is not None and spec.fabric.bandwidth_check is not None:
+            previous: list = []
+            for d in (d for d in spec.deployments if d.topology != "single"):
+                model = self.models[d.model]
+                # After the image is on every node and the links are up (their message is the
+                # clearer one), and on a quiet link: after the model copies and the previous
+                # measurement, which would share the link (and the port, on a shared head).
+                bandwidth = FabricBandwidth(
+                    d, [self.nodes[n] for n in d.nodes], spec.fabric, image=self.images[d.image].tag,
+                    image_id=self.images[d.image].image_id,
+                    depends_on=[*(image_ready[d.image][n] for n in d.nodes), *(model.ready[n] for n in d.nodes),
+                                *(links[n].command for n in d.nodes), *previous], opts=child)
+                self.bus_gbps[d.name] = bandwidth.bus_gbps
+                checks.append(bandwidth)
+                previous = [bandwidth.command]
         return checks
 
     @staticmethod

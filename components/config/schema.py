@@ -115,6 +115,20 @@ class NodeSpec(Strict):
         None, description="this node's address on the fabric (RoCE) network; required for multi-node")
 
 
+class BandwidthCheck(Strict):
+    """An all-reduce across the nodes of each multi-node deployment, in its engine image, before
+    anything is stopped: NCCL when the deployment runs on GPUs (docker.gpus), gloo otherwise
+    (the lab). The bus bandwidth becomes the stack output <deployment>_fabric_bus_gbps."""
+
+    size_mb: int = Field(256, ge=1, le=8192, description="MiB of float32 reduced per all-reduce")
+    iterations: int = Field(5, ge=1, le=100, description="timed all-reduces, after one warm-up")
+    port: int = Field(29555, ge=1024, le=65535,
+                      description="TCP port on the head's fabric address where the ranks meet (MASTER_PORT)")
+    min_bus_gbps: float | None = Field(
+        None, gt=0, description="fail the preflight below this bus bandwidth, in Gbit/s (nccl-tests' busbw × 8); "
+                                "absent: only record it")
+
+
 class FabricSpec(Strict):
     netdev: NetDev = Field(description="the fabric network interface (ConnectX-7 netdev that is up)")
     hcas: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]] = Field(
@@ -126,6 +140,9 @@ class FabricSpec(Strict):
                                description="key on each node that logs in to its peers over the fabric (node→node copies)")
     infiniband_device: bool = Field(True, description="pass /dev/infiniband and IPC_LOCK to engine containers")
     disable_ib: bool = Field(False, description="NCCL_IB_DISABLE=1: sockets only (no RDMA hardware, e.g. the lab)")
+    bandwidth_check: BandwidthCheck | None = Field(
+        None, description="measure the all-reduce bandwidth of each multi-node deployment before anything is "
+                          "stopped; absent: not measured")
 
 
 class ImageSpec(Strict):

@@ -5,6 +5,7 @@ node could not be asked. In `up`, an unreachable node stops the program before a
 
 from __future__ import annotations
 
+import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Mapping
 
@@ -58,13 +59,16 @@ class Observer:
 
     def observe(self) -> dict[str, NodeFacts]:
         todo = {n: w for n, w in self._watch.items() if not w.empty()}
+        started = time.monotonic()
         with ThreadPoolExecutor(max_workers=max(1, min(16, len(todo)))) as pool:
             found = dict(zip(todo, pool.map(self._observe_one, todo, todo.values())))
         self._facts = {n: found.get(n, NodeFacts()) for n in self._watch}
+        seconds = time.monotonic() - started
         for n, f in found.items():
             if not f.unreachable:
                 self._log(f"observed {n}: {len(f.units)} units, {len(f.images)} images, "
-                          f"{len(f.dirs)} model caches, {len(f.links)} links, {len(f.urls)} endpoints")
+                          f"{len(f.dirs)} model caches, {len(f.links)} links, {len(f.urls)} endpoints "
+                          f"({len(found)} nodes in {seconds:.1f} s)")
         lost = {n: f.unreachable for n, f in self._facts.items() if f.unreachable}
         if lost and not self._dry_run:
             raise ObserveError("cannot observe " + "; ".join(f"{n}: {why}" for n, why in lost.items())

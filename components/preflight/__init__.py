@@ -2,9 +2,11 @@
 
 ``fit``: will the model fit the layout's memory?  Pure arithmetic, no hosts (``stack_fit``
 runs it on a stack config, ``model_source`` finds the model's config).
-``probes``: the checks that run on the nodes themselves (engine knows the model, fabric is up).
+``probes``: the checks that run on the nodes themselves (engine knows the model, fabric is up);
+``bandwidth``: the optional all-reduce across a multi-node deployment's nodes.
 """
 
+from .bandwidth import FabricBandwidth
 from .probes import EngineProbe, FabricCheck
 from .fit import (
     DEFAULT_MEMORY_FRACTION,
@@ -32,6 +34,7 @@ from .model_facts import (
 
 __all__ = [
     "EngineProbe",
+    "FabricBandwidth",
     "FabricCheck",
     "DEFAULT_MEMORY_FRACTION",
     "DEFAULT_OVERHEAD_BYTES_PER_GPU",

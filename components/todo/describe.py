@@ -115,6 +115,8 @@ def kind_of(res: Resource) -> str:
         return "preflight-engine"
     if parent == "blackwell:preflight:FabricCheck":
         return "preflight-fabric"
+    if parent == "blackwell:preflight:FabricBandwidth":
+        return "preflight-bandwidth"
     if parent.startswith("blackwell:preflight:"):
         return "preflight"
     return "other"
@@ -135,7 +137,8 @@ PHASE_OF_KIND = {
     "model-upload": "model", "model-fetch": "model", "model-copy": "model",
     "ray-head": "cluster", "ray-worker": "cluster", "ray-ready": "cluster",
     "engine-unit": "serve", "unit": "serve", "health": "verify",
-    "preflight-engine": "preflight", "preflight-fabric": "preflight", "preflight": "preflight",
+    "preflight-engine": "preflight", "preflight-fabric": "preflight", "preflight-bandwidth": "preflight",
+    "preflight": "preflight",
 }
 
 # A resource we do not know yet: its phase from the module of its component's type token.
@@ -231,6 +234,15 @@ def content_of(res: Resource, kind: str, spec: StackSpec | None) -> str:
     if kind == "preflight-fabric":
         return (f"Drop the fabric check of {node}" if gone
                 else f"Preflight: the fabric link of {node} is up (address, MTU, RDMA ports, peers)")
+    if kind == "preflight-bandwidth":
+        deployment = pname.removesuffix("-bandwidth")
+        if gone:
+            return f"Drop the fabric bandwidth check of {deployment}"
+        d = next((d for d in spec.deployments if d.name == deployment), None) if spec is not None else None
+        if d is None:
+            return f"Preflight: measure the fabric's all-reduce bandwidth of {deployment} (from {node})"
+        from components.preflight.bandwidth import and_list, backend
+        return f"Preflight: measure the fabric's all-reduce bandwidth between {and_list(d.nodes)} ({backend(d)})"
     if kind == "preflight":
         check = res.parent_type.rsplit(":", 1)[-1]
         return f"Drop the preflight {check} {pname}" if gone else f"Preflight: {check} {pname} on {node}"

@@ -164,7 +164,7 @@ def test_serving_waits_for_retire_image_model_and_comes_before_its_health_gate(s
 @pytest.mark.parametrize("stack", STACKS)
 def test_preflight_checks_come_before_any_unit_is_stopped_or_started(stack):
     s = snap(stack)
-    checks = {r.name for r in s.commands() if r.name.endswith(("-preflight-engine", "-fabric-check"))}
+    checks = {r.name for r in s.commands() if r.name.endswith(("-preflight-engine", "-fabric-check", "-bandwidth-check"))}
     assert {f"{d.name}-preflight-engine" for d in s.spec.deployments} <= checks
     for r in s.spec.retire:
         assert checks <= closure(s, f"{r.node}-{r.unit.removesuffix('.service')}-retire")
@@ -316,6 +316,7 @@ def test_duo_commands_target_the_right_node():
         "qwen35-preflight-engine": HEAD,            # inside the image, where the model is cached
         f"{HEAD}-fabric-check": HEAD,
         f"{SECOND}-fabric-check": SECOND,
+        "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
     }
     assert {r.name: host_of(r) for r in s.commands()} == expected
 

@@ -180,6 +180,21 @@ def test_preflight_checks_gate_the_first_change(lab_spec, monkeypatch):
     assert by_id["lab-1-fabric-check"].content.startswith("Preflight: the fabric link of lab-1 is up")
 
 
+def test_the_bandwidth_check_is_a_preflight_step_between_the_lab_nodes(lab_spec, monkeypatch):
+    monkeypatch.setitem(fixtures.COMPONENTS, "tiny-bandwidth", ("blackwell:preflight:FabricBandwidth", "lab"))
+    monkeypatch.setitem(fixtures.COMMANDS, "tiny-bandwidth-check",
+                        ("Command", "tiny-bandwidth", "lab-1", "preflight bandwidth tiny",
+                         ["vllm-lab-build", "vllm-lab-sync-lab-2", "tiny-fetch", "tiny-to-lab-2"]))
+    items = build_items(step_metadata(fixtures.first_preview_events()), fixtures.plan(), lab_spec)
+    [item] = [i for i in items if i.id == "tiny-bandwidth-check"]
+    assert (item.kind, item.phase, item.node, item.priority) == ("preflight-bandwidth", "preflight", "lab-1", "high")
+    assert item.content == "Preflight: measure the fabric's all-reduce bandwidth between lab-1 and lab-2 (gloo)"
+    # Without the stack's config, it still says what it is.
+    [bare] = [i for i in build_items(step_metadata(fixtures.first_preview_events()), fixtures.plan(), None)
+              if i.id == "tiny-bandwidth-check"]
+    assert bare.content == "Preflight: measure the fabric's all-reduce bandwidth of tiny (from 198.18.0.11)"
+
+
 def test_drift_the_program_observed_is_the_reason(lab_spec):
     """An update whose only difference is what the probe saw reads as that; with a changed
     script too, both are said."""

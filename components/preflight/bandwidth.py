@@ -1,0 +1,85 @@
+"""FabricBandwidth: before anything is stopped, an all-reduce across the nodes of a multi-node
+deployment, in its engine image and with the engine's container options, so that what it
+measures is the path the engine's tensor parallelism will take. Its bus bandwidth becomes a
+stack output; below fabric.bandwidth_check.min_bus_gbps (when set) the preflight fails."""
+
+from __future__ import annotations
+
+import math
+from typing import Sequence
+
+import pulumi
+
+from ..config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
+from ..containers import docker_args
+from ..fabric import fabric_environment
+from ..image import peer_values
+from ..node import Node
+from ..remote import run, tagged_line
+from ..render import TEMPLATES, render
+
+ALLREDUCE = (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
+
+
+def time_bound_s(check: BandwidthCheck) -> int:
+    """How long any rank may take: start-up (containers, rendezvous, CUDA) plus every transfer
+    at 1 Gbit/s, far below any fabric worth serving over — slower, and the check fails rather
+    than hangs. An all-reduce moves at most twice its buffer per rank."""
+    bits = 2 * check.size_mb * 2**20 * 8 * (check.iterations + 1)
+    return 300 + math.ceil(bits / 1e9)
+
+
+def rank_argv(spec: DeploymentSpec, fabric: FabricSpec, node: Node, rank: int, head: Node, image: str,
+              bound_s: int) -> list[list[str]]:
+    """One rank's command, in groups of words (one line each in the script): its container,
+    bounded by `timeout` (then killed), with the engine's container options, the fabric
+    environment of its node and where to meet the others — values through `env`, as
+    docker_args expects."""
+    check = fabric.bandwidth_check
+    env = {**fabric_environment(fabric, node.spec), "MASTER_ADDR": str(head.spec.fabric_address),
+           "MASTER_PORT": str(check.port), "WORLD_SIZE": str(len(spec.nodes)), "RANK": str(rank)}
+    return [["timeout", "-k", "10", str(bound_s)],
+            ["env", *(f"{k}={v}" for k, v in env.items())],
+            ["docker", "run", "-i", "--rm", "--name", container(spec.name, rank),
+             *docker_args(spec.docker, fabric, list(env), [])],
+            ["--entrypoint", "python3", image, "-", backend(spec), str(check.size_mb), str(check.iterations),
+             str(bound_s)]]
+
+
+def backend(spec: DeploymentSpec) -> str:
+    """What the engine's tensor parallelism uses: NCCL between GPUs, gloo between CPUs (the lab)."""
+    return "nccl" if spec.docker.gpus else "gloo"
+
+
+def container(deployment: str, rank: int) -> str:
+    return f"bws-{deployment}-bw-{rank}"
+
+
+class FabricBandwidth(pulumi.ComponentResource):
+    """On the head: rank 0 of the all-reduce here, the other ranks on their nodes over SSH."""
+
+    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], fabric: FabricSpec, *, image: str,
+                 image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__("blackwell:preflight:FabricBandwidth", f"{spec.name}-bandwidth", None, opts)
+        check, head = fabric.bandwidth_check, nodes[0]
+        bound = time_bound_s(check)
+        peers = [dict(rank=r, container=container(spec.name, r),
+                      argv=rank_argv(spec, fabric, n, r, head, image, bound), **peer_values(head, n, fabric))
+                 for r, n in enumerate(nodes) if r > 0]
+        self.command = run(
+            f"{spec.name}-bandwidth-check", head, parent=self, depends_on=depends_on, stdin=ALLREDUCE,
+            triggers=[image_id], timeout_s=bound + 120,
+            create=render("scripts/preflight-bandwidth.sh.j2", deployment=spec.name, head_name=head.name,
+                          nodes=and_list([n.name for n in nodes]), netdev=fabric.netdev,
+                          backend=backend(spec), size_mb=check.size_mb,
+                          iterations=check.iterations, port=check.port, min_bus_gbps=check.min_bus_gbps,
+                          timeout_s=bound, container=container(spec.name, 0),
+                          argv=rank_argv(spec, fabric, head, 0, head, image, bound), peers=peers))
+        self.bus_gbps = tagged_line(self.command.stdout, "bus-gbps")
+        self.register_outputs({"bus_gbps": self.bus_gbps})
+
+
+def and_list(names: list[str]) -> str:
+    """lab-1 and lab-2; a, b and c (in messages, and in the todo list's sentence)."""
+    return names[0] if len(names) == 1 else f"{', '.join(names[:-1])} and {names[-1]}"

@@ -1,0 +1,79 @@
+#!/usr/bin/env bash
+# Preflight, before any unit is stopped: the all-reduce bandwidth of the fabric between the nodes
+# of a deployment, in its engine image (allreduce_bandwidth.py, sent on stdin). Rank 0 runs here,
+# every other rank on its node through `peer`; each container is bounded by `timeout` and removed
+# on the way out, whatever happens. Prints bus-gbps=<Gbit/s>, the stack output.
+# Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'preflight bandwidth qwen35' "$*" >&2; }
+nodes='spark-1a32 and spark-5be3'
+container=bws-qwen35-bw-0
+# stdin can be read once: every rank, here and on the peers, reads the script from this copy.
+script=$(mktemp)
+out=$(mktemp)
+ranks=()
+# A peer's subshell removes its container when it is stopped (its own trap, below).
+stop_all() {
+  docker rm -f "$container" >/dev/null 2>&1 || true
+  kill "${ranks[@]}" 2>/dev/null || true
+  wait || true
+  rm -f "$script" "$out"
+}
+trap stop_all EXIT
+cat > "$script"
+docker rm -f "$container" >/dev/null 2>&1 || true
+# Rank 1 on spark-5be3, in a subshell of its own: its `peer`, its trap.
+(
+  peer_known_hosts=$(mktemp)
+  trap 'rm -f "$peer_known_hosts"' EXIT
+  printf '%s %s\n' 192.168.200.13 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ3rWm2yq0G7w8s0c6XbQf7l0p2F7m9m4TtQ8VbAzg2B' > "$peer_known_hosts"
+  peer() {
+    ssh -i /root/.ssh/id_ed25519 -o BatchMode=yes -o ConnectTimeout=10 -o StrictHostKeyChecking=yes \
+        -o UserKnownHostsFile="$peer_known_hosts" -o Compression=no \
+        root@192.168.200.13 "$@"
+  }
+  remove() { peer timeout 60 docker rm -f bws-qwen35-bw-1 >/dev/null 2>&1 || true; }
+  # Stopped: the container goes, then the ssh that ran it (it holds this script's output open).
+  # A container that only starts after this (rank 0 failed at once) ends by its own timeout,
+  # and the next run removes it first.
+  rank_ssh=""
+  trap 'remove; [ -z "$rank_ssh" ] || kill "$rank_ssh" 2>/dev/null || true; rm -f "$peer_known_hosts"' EXIT
+  trap 'exit 143' TERM
+  remove
+  # In the background, so that a TERM is handled at once rather than when ssh returns.
+  peer timeout -k 10 404 \
+      env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.13 SGLANG_HOST_IP=192.168.200.13 RAY_NODE_IP_ADDRESS=192.168.200.13 MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=1 \
+      docker run -i --rm --name bws-qwen35-bw-1 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+      --entrypoint python3 blackwell-serving/vllm-qwen35:103543d29b70 - nccl 1024 5 404 < "$script" >&2 &
+  rank_ssh=$!
+  wait "$rank_ssh"
+) &
+ranks+=("$!")
+log "all-reduce between $nodes:" 1024 "MiB," 5 "times, over" nccl
+rc=0
+timeout -k 10 404 \
+  env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.12 SGLANG_HOST_IP=192.168.200.12 RAY_NODE_IP_ADDRESS=192.168.200.12 MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=0 \
+  docker run -i --rm --name bws-qwen35-bw-0 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+  --entrypoint python3 blackwell-serving/vllm-qwen35:103543d29b70 - nccl 1024 5 404 < "$script" > "$out" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  why="failed (exit $rc, above)"
+  [ "$rc" -ne 124 ] || why="did not finish in 404 s"
+  log "the all-reduce between $nodes $why; check that the nodes reach each other on the fabric" \
+      "and that port" 29555 "is free on" spark-1a32"; nothing was stopped"
+  exit 1
+fi
+for rank in "${ranks[@]}"; do
+  wait "$rank" || rc=$?
+done
+ranks=()
+if [ "$rc" -ne 0 ]; then
+  log "a rank on a peer failed (exit $rc, above); nothing was stopped"
+  exit 1
+fi
+gbps=$(sed -n 's/^bus-gbps=//p' "$out" | tail -n 1)
+if [ -z "$gbps" ]; then
+  log "rank 0 reported no bus bandwidth (above); nothing was stopped"
+  exit 1
+fi
+log "bus bandwidth $gbps Gbit/s between $nodes"
+echo "bus-gbps=$gbps"

@@ -1,0 +1,218 @@
+"""The optional fabric bandwidth check (fabric.bandwidth_check): its schema, its place in the
+graph (only when configured, on the head, after the image is on every node, before anything is
+stopped or started), what its script runs on each node, and the all-reduce's arithmetic."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+import shlex
+
+import pytest
+from pydantic import ValidationError
+
+from components.config.schema import BandwidthCheck
+from components.preflight.bandwidth import time_bound_s
+from components.render import TEMPLATES
+from tests.unit.mocked import STACKS, snapshot
+from tests.unit.test_graph import closure, dep_names, host_of, parent_of, snap
+
+
+def with_check(stack: str, **check):
+    """The stack's spec with fabric.bandwidth_check replaced (None: removed)."""
+    s = snap(stack)
+    fabric = s.spec.fabric.model_copy(update={"bandwidth_check": BandwidthCheck(**check) if check else None})
+    return s.spec.model_copy(update={"fabric": fabric})
+
+
+def bandwidth_commands(s) -> dict:
+    return {r.name: r for r in s.commands() if r.name.endswith("-bandwidth-check")}
+
+
+# ---------------------------------------------------------------------------------------------
+# Schema
+
+
+def test_defaults_and_off_when_absent():
+    check = BandwidthCheck()
+    assert (check.size_mb, check.iterations, check.port, check.min_bus_gbps) == (256, 5, 29555, None)
+    assert snap("rtxpro-quad").spec.fabric is None
+    assert with_check("lab").fabric.bandwidth_check is None
+
+
+@pytest.mark.parametrize("field,value", [("size_mb", 0), ("size_mb", 8193), ("iterations", 0), ("iterations", 101),
+                                         ("port", 1023), ("port", 65536), ("min_bus_gbps", 0), ("min_bus_gbps", -1),
+                                         ("warmup", 1)])
+def test_out_of_range_values_are_refused(field, value):
+    with pytest.raises(ValidationError):
+        BandwidthCheck(**{field: value})
+
+
+def test_every_field_is_documented():
+    assert all(f.description for f in BandwidthCheck.model_fields.values())
+
+
+# ---------------------------------------------------------------------------------------------
+# Graph
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_one_check_per_multi_node_deployment_only_when_configured(stack):
+    s = snap(stack)
+    configured = s.spec.fabric is not None and s.spec.fabric.bandwidth_check is not None
+    multi = [d.name for d in s.spec.deployments if d.topology != "single"]
+    expected = {f"{d}-bandwidth-check" for d in multi} if configured else set()
+    assert set(bandwidth_commands(s)) == expected
+    assert set(s.serving.bus_gbps) == (set(multi) if configured else set())
+
+
+def test_not_there_when_the_lab_does_not_ask_for_it():
+    s = snapshot("lab", with_check("lab"))
+    assert not bandwidth_commands(s)
+    assert s.serving.bus_gbps == {}
+    assert not any(r.type == "blackwell:preflight:FabricBandwidth" for r in s.recorder.resources.values())
+
+
+@pytest.mark.parametrize("stack", ["lab", "spark-duo"])
+def test_runs_on_the_head_after_the_image_is_on_every_node(stack):
+    s = snap(stack)
+    [d] = [d for d in s.spec.deployments if d.topology != "single"]
+    r = s.by_name(f"{d.name}-bandwidth-check")
+    assert parent_of(s, r).type == "blackwell:preflight:FabricBandwidth"
+    assert host_of(r) == s.spec.node(d.nodes[0]).host
+    image, model = s.spec.image(d.image), s.spec.model(d.model)
+    deps = dep_names(r)
+    for n in d.nodes:
+        assert (f"{image.name}-build" if n == image.build_node else f"{image.name}-sync-{n}") in deps
+        # A model copy over the same link would share what is measured.
+        assert (f"{model.name}-fetch" if n == model.fetch_node else f"{model.name}-to-{n}") in deps
+        assert f"{n}-fabric-check" in deps
+    assert r.inputs["stdin"] == (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
+    assert r.inputs["triggers"], "a new image under the same tag must measure again"
+
+
+@pytest.mark.parametrize("stack", ["lab", "spark-duo"])
+def test_retire_and_every_unit_wait_for_it(stack):
+    s = snap(stack)
+    checks = set(bandwidth_commands(s))
+    assert checks
+    for ref in s.spec.retire:
+        assert checks <= dep_names(s.by_name(f"{ref.node}-{ref.unit.removesuffix('.service')}-retire"))
+    for u in s.units:
+        assert checks <= closure(s, f"{u._name}-install"), f"{u.unit_name} may start before the measurement"
+
+
+def test_two_measurements_never_share_the_link():
+    s = snap("lab")
+    spec = s.spec.model_copy(update={"deployments": [*s.spec.deployments, s.spec.deployments[0].model_copy(
+        update={"name": "tiny2", "port": 8001})]})
+    assert "tiny-bandwidth-check" in dep_names(snapshot("lab", spec).by_name("tiny2-bandwidth-check"))
+
+
+# ---------------------------------------------------------------------------------------------
+# The script
+
+
+def rank_lines(script: str) -> dict[int, list[str]]:
+    """RANK → the argv of that rank's command as this node's shell sees it (a peer's once more
+    unquoted: the peer's shell reads it again)."""
+    joined = script.replace("\\\n", " ")
+    ranks = {}
+    for line in joined.splitlines():
+        line = line.strip()
+        peer = line.startswith("peer timeout ")
+        if not (line.startswith("timeout ") or peer):
+            continue
+        words = shlex.split(line.split(" < ")[0])
+        if peer:
+            words = shlex.split(" ".join(words[1:]))
+        rank = next(int(w.split("=", 1)[1]) for w in words if w.startswith("RANK="))
+        ranks[rank] = words
+    return ranks
+
+
+def env_of(argv: list[str]) -> dict[str, str]:
+    start = argv.index("env") + 1
+    return dict(w.split("=", 1) for w in argv[start:argv.index("docker")])
+
+
+@pytest.mark.parametrize("stack,backend", [("lab", "gloo"), ("spark-duo", "nccl")])
+def test_every_node_runs_one_rank_that_meets_on_the_heads_fabric_address(stack, backend):
+    s = snap(stack)
+    [d] = [d for d in s.spec.deployments if d.topology != "single"]
+    check = s.spec.fabric.bandwidth_check
+    script = s.by_name(f"{d.name}-bandwidth-check").inputs["create"]
+    ranks = rank_lines(script)
+    assert sorted(ranks) == list(range(len(d.nodes)))
+    head = str(s.spec.node(d.nodes[0]).fabric_address)
+    bound = time_bound_s(check)
+    for rank, argv in ranks.items():
+        node = s.spec.node(d.nodes[rank])
+        env = env_of(argv)
+        assert env["MASTER_ADDR"] == head and env["MASTER_PORT"] == str(check.port)
+        assert env["WORLD_SIZE"] == str(len(d.nodes)) and env["RANK"] == str(rank)
+        assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == s.spec.fabric.netdev
+        assert env["VLLM_HOST_IP"] == str(node.fabric_address)
+        assert argv[:4] == ["timeout", "-k", "10", str(bound)]
+        assert argv[argv.index("--name") + 1] == f"bws-{d.name}-bw-{rank}"
+        assert argv[-5:] == ["-", backend, str(check.size_mb), str(check.iterations), str(bound)]
+        assert ("--gpus" in argv) == d.docker.gpus
+    # The peers are reached on their fabric addresses, with their pinned host keys.
+    for n in d.nodes[1:]:
+        node = s.spec.node(n)
+        assert f"root@{node.fabric_address}" in script and node.ssh.host_key in script
+    # Every container is removed before its rank starts (a leftover) and on the way out.
+    assert f"container=bws-{d.name}-bw-0" in script and script.count('docker rm -f "$container"') == 2
+    for rank in range(1, len(d.nodes)):
+        assert f"peer timeout 60 docker rm -f bws-{d.name}-bw-{rank} " in script
+    assert s.by_name(f"{d.name}-bandwidth-check").inputs["timeout_s"] > bound
+
+
+def test_a_threshold_fails_the_preflight_only_when_set():
+    without = snapshot("lab", with_check("lab", size_mb=64)).by_name("tiny-bandwidth-check").inputs["create"]
+    assert "min_bus_gbps" not in without and "awk" not in without
+    script = snapshot("lab", with_check("lab", size_mb=64, min_bus_gbps=12.5)).by_name(
+        "tiny-bandwidth-check").inputs["create"]
+    assert re.search(r"^want=12\.5$", script, re.M)
+    start = script.index("if awk")
+    failing = script[start:script.index("\nfi\n", start)]
+    for words in ("$nodes", "$gbps", "$want", "link speed", "MTU", "NCCL_IB_HCA", "PCIe", "twins", "exit 1"):
+        assert words in failing
+
+
+def test_the_time_bound_grows_with_the_work_and_stays_under_the_commands():
+    assert time_bound_s(BandwidthCheck(size_mb=1, iterations=1)) == 301
+    assert time_bound_s(BandwidthCheck(size_mb=1024, iterations=5)) > time_bound_s(BandwidthCheck(size_mb=64))
+    # The largest check still ends within the default 4 h of a remote command.
+    assert time_bound_s(BandwidthCheck(size_mb=8192, iterations=100)) + 120 < 4 * 3600
+
+
+# ---------------------------------------------------------------------------------------------
+# The all-reduce script's arithmetic (torch is not needed for it)
+
+
+def allreduce_module():
+    path = TEMPLATES / "scripts" / "allreduce_bandwidth.py"
+    spec = importlib.util.spec_from_file_location("allreduce_bandwidth", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_bus_bandwidth_is_nccl_tests_busbw_in_gigabits():
+    bus_gbps = allreduce_module().bus_gbps
+    gib = 2**30
+    # Two ranks: 2(n-1)/n = 1, so bus = algorithm bandwidth: 1 GiB in 0.1 s = 85.9 Gbit/s.
+    assert bus_gbps(gib, 0.1, 2) == pytest.approx(gib * 8 / 0.1 / 1e9)
+    assert bus_gbps(gib, 0.1, 2) == pytest.approx(85.899, abs=1e-3)
+    # Four ranks move 1.5 times the buffer; eight, 1.75 times.
+    assert bus_gbps(gib, 0.1, 4) == pytest.approx(1.5 * bus_gbps(gib, 0.1, 2))
+    assert bus_gbps(gib, 0.1, 8) == pytest.approx(1.75 * bus_gbps(gib, 0.1, 2))
+    # Twice the time, half the bandwidth.
+    assert bus_gbps(gib, 0.2, 2) == pytest.approx(bus_gbps(gib, 0.1, 2) / 2)
+
+
+@pytest.mark.parametrize("nbytes,seconds,world", [(2**20, 0.0, 2), (2**20, -1.0, 2), (2**20, 1.0, 1), (0, 1.0, 2)])
+def test_bus_bandwidth_refuses_what_cannot_be_measured(nbytes, seconds, world):
+    with pytest.raises(ValueError):
+        allreduce_module().bus_gbps(nbytes, seconds, world)
