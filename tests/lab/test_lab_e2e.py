@@ -171,13 +171,20 @@ def test_engine_stopped_by_hand_is_one_item_and_up_restarts_it(converged):
     assert todo_list() == []
 
 
-def test_glm_started_by_hand_is_retired_again(converged):
-    sh(NODE1, f"systemctl start {lab.GLM_UNIT}")
-    assert drift_items(todo_list()) == [("lab-1-glm-retire", "lab-1", f"drift: {lab.GLM_UNIT} observed active again")]
+def test_glm_brought_back_by_hand_is_retired_again(converged):
+    """The operator enables and starts glm again (as a reboot would with it enabled). It cannot
+    bind the engine's port, so it ends failed, but enabled: retiring it is pending again."""
+    sh(NODE1, f"systemctl enable --now {lab.GLM_UNIT} || true")
+    items = drift_items(todo_list())
+    assert [(i, n) for i, n, _ in items] == [("lab-1-glm-retire", "lab-1")]
+    assert items[0][2].startswith(f"drift: {lab.GLM_UNIT} observed "), items
     up_ok()
-    assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "inactive"
+    assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "disabled"
+    assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") != "active"
+    assert unit_prop(NODE1, "bws-tiny.service", "ActiveState") == "active"
     # The original state is still the one destroy gives back (checked by the destroy test).
     assert "active=active" in sh(NODE1, f"cat /var/lib/blackwell-serving/retired/{lab.GLM_UNIT}.state")
+    assert todo_list() == []
 
 
 def test_model_cache_deleted_on_node2_is_copied_again(converged):

@@ -10,6 +10,8 @@ fi
 active=$(sed -n 's/^active=//p' "$record")
 enabled=$(sed -n 's/^enabled=//p' "$record")
 if [ "$enabled" = "enabled" ]; then systemctl enable vllm-reranker.service >/dev/null 2>&1; fi
+# A unit started by hand while retired may have failed and hit its start limit: clear that first.
+systemctl reset-failed vllm-reranker.service >/dev/null 2>&1 || true
 if [ "$active" = "active" ]; then systemctl start vllm-reranker.service; fi
 rm -f "$record"
 log "restored (active=$active enabled=$enabled)"
