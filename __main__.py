@@ -1,6 +1,7 @@
 """The Pulumi program: read this stack's config, build the serving stack, export its endpoints."""
 
 import os
+import sys
 
 import pulumi
 
@@ -8,6 +9,9 @@ from components.config import ConfigError, load_from_pulumi
 from components.preflight.stack_fit import PreflightError, check_stack_fit
 from components.observe import ObserveError
 from components.stack import ServingStack
+
+# The language host's "the program failed and said why" status: no further message.
+BAIL_EXIT_CODE = 32
 
 try:
     spec = load_from_pulumi()
@@ -20,7 +24,13 @@ try:
     fits = check_stack_fit(spec, spec.offline, pulumi.log.info)
     # Online, each node is probed once (read-only) so that the plan sees drift on the nodes.
     stack = ServingStack(pulumi.get_stack(), spec, observe=not spec.offline)
-except (ConfigError, PreflightError, ObserveError) as err:
+except ObserveError as err:
+    # Raised in `up` once every step is declared; the SDK would still send the declarations to
+    # the engine after an exception. Leave before it does, so that nothing runs on any node.
+    pulumi.log.error(str(err))
+    sys.stdout.flush()
+    os._exit(BAIL_EXIT_CODE)
+except (ConfigError, PreflightError) as err:
     # A RunError is printed as its message alone: no traceback for a config mistake.
     raise pulumi.RunError(str(err)) from None
 

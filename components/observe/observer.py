@@ -35,6 +35,7 @@ class Observer:
         self._log = log
         self._watch: dict[str, Watch] = {n: Watch() for n in self._connections}
         self._facts: dict[str, NodeFacts] | None = None
+        self._failure: ObserveError | None = None
 
     def reason(self, expectation: Expectation | None) -> pulumi.Output[str]:
         """The step's observed reason, known once observe() ran (it runs before the program ends,
@@ -47,6 +48,8 @@ class Observer:
         return pulumi.Output.from_input("").apply(lambda _: self.evaluate(expectation))
 
     def evaluate(self, expectation: Expectation | None) -> str:
+        if self._failure is not None:
+            raise self._failure     # `up` with a node unobserved: no step may be planned at all
         if self._facts is None:
             # The program stopped before it reached observe(): its own error says why.
             raise RuntimeError("the program stopped before the nodes were observed (see the error above)")
@@ -71,9 +74,11 @@ class Observer:
                           f"({len(found)} nodes in {seconds:.1f} s)")
         lost = {n: f.unreachable for n, f in self._facts.items() if f.unreachable}
         if lost and not self._dry_run:
-            raise ObserveError("cannot observe " + "; ".join(f"{n}: {why}" for n, why in lost.items())
-                               + ". Nothing was changed on any node; bring the node back (or remove it "
-                               "from the stack config) and run again.")
+            self._failure = ObserveError(
+                "cannot observe " + "; ".join(f"{n}: {why}" for n, why in lost.items())
+                + ". Nothing was changed on any node; bring the node back (or remove it from the stack "
+                "config) and run again.")
+            raise self._failure
         for n, why in lost.items():
             pulumi.log.warn(f"node {n} is unreachable, its steps show as pending: {why}")
         return self._facts

@@ -49,7 +49,8 @@ class Stack:
         assert init.returncode == 0, init.stderr
 
     def run(self, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-        return subprocess.run(["pulumi", *args, "--stack", self.name, "--non-interactive"], cwd=self.project,
+        stack = [] if args[:2] == ("stack", "init") else ["--stack", self.name]
+        return subprocess.run(["pulumi", *args, *stack, "--non-interactive"], cwd=self.project,
                               capture_output=True, text=True, timeout=timeout, env=self.env)
 
     def destroy(self) -> None:

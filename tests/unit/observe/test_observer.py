@@ -83,3 +83,12 @@ def test_probe_script_is_read_only_and_quotes_every_name():
     for verb in ("systemctl start", "systemctl stop", "systemctl restart", "docker rm", "docker run", " rm ",
                  "mkdir", "> /", "ip link set"):
         assert verb not in script
+
+
+def test_after_a_failed_observation_in_up_no_step_can_be_planned():
+    obs, _ = observer({"n1": RemoteError("observe n1: cannot reach root@n1:22 by SSH")}, dry_run=False)
+    obs.reason(UnitRunning("n1", "bws-x.service", TEXT))
+    with pytest.raises(ObserveError):
+        obs.observe()
+    with pytest.raises(ObserveError, match="Nothing was changed"):
+        obs.evaluate(None)
