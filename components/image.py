@@ -8,7 +8,7 @@ from typing import Sequence
 
 import pulumi
 
-from .config.schema import FabricSpec, ImageSpec
+from .config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
 from .node import Node
 from .observe import ImageCopied, ImagePresent
 from .remote import run, tagged_line
@@ -53,7 +53,7 @@ class ContainerImage(pulumi.ComponentResource):
 def peer_values(source: Node, peer: Node, fabric: FabricSpec | None) -> dict:
     """What a script on `source` needs to reach `peer` over the fabric (or, without one, over
     the management network), with the peer's host key pinned."""
-    key = (fabric or FabricSpec(netdev="none")).peer_key
+    key = fabric.peer_key if fabric else DEFAULT_PEER_KEY
     return dict(peer_name=peer.name, peer_address=str(peer.spec.fabric_address or peer.spec.host),
                 peer_user=peer.spec.ssh.user, peer_host_key=peer.spec.ssh.host_key, peer_key=key)
 

@@ -129,6 +129,10 @@ class BandwidthCheck(Strict):
                                 "absent: only record it")
 
 
+# The key a node uses to log in to its peers (node→node copies), also without a fabric section.
+DEFAULT_PEER_KEY = "/root/.ssh/id_ed25519"
+
+
 class FabricSpec(Strict):
     netdev: NetDev = Field(description="the fabric network interface (ConnectX-7 netdev that is up)")
     hcas: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]] = Field(
@@ -136,7 +140,7 @@ class FabricSpec(Strict):
     gid_index: int = Field(3, ge=0, le=255, description="NCCL_IB_GID_INDEX; 3 selects RoCEv2 on ConnectX")
     mtu: int = Field(9000, ge=1280, le=9216)
     prefix_len: int = Field(24, ge=8, le=30)
-    peer_key: NodePath = Field("/root/.ssh/id_ed25519",
+    peer_key: NodePath = Field(DEFAULT_PEER_KEY,
                                description="key on each node that logs in to its peers over the fabric (node→node copies)")
     infiniband_device: bool = Field(True, description="pass /dev/infiniband and IPC_LOCK to engine containers")
     disable_ib: bool = Field(False, description="NCCL_IB_DISABLE=1: sockets only (no RDMA hardware, e.g. the lab)")
