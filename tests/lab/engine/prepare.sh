@@ -190,7 +190,8 @@ step_registry() {
     } || die "apt-get install docker-registry failed; see ${CACHE}/apt.log"
   }
   log "starting docker-registry on ${REGISTRY} (storage ${REGISTRY_DIR})"
-  setsid docker-registry serve "${REGISTRY_RUN}/config.yml" >"${REGISTRY_RUN}/log" 2>&1 < /dev/null &
+  # fd 9 is `lab`'s lock: a daemon that kept it would block every later `lab up`.
+  setsid docker-registry serve "${REGISTRY_RUN}/config.yml" >"${REGISTRY_RUN}/log" 2>&1 < /dev/null 9>&- &
   echo $! >"${REGISTRY_RUN}/pid"
   wait_for 30 registry_up || die "docker-registry did not answer; see ${REGISTRY_RUN}/log"
 }
