@@ -35,7 +35,7 @@ def preview_seconds(offline: bool) -> tuple[float, str]:
     took = time.monotonic() - start
     if done.returncode != 0:
         raise SystemExit(f"preview failed ({'offline' if offline else 'online'}):\n{done.stdout[-2000:]}{done.stderr[-2000:]}")
-    probe = next((line.strip() for line in done.stdout.splitlines() if "nodes in" in line and "observed" in line), "")
+    probe = next((line.strip() for line in (done.stdout + done.stderr).splitlines() if "nodes in" in line and "observed" in line), "")
     return took, probe
 
 
