@@ -27,6 +27,19 @@ def sha256_text(text: str) -> str:
 RUNNING = {"active", "activating", "reloading"}
 
 
+def copy_drift(facts: Facts, kind: str, key: str, source: str, peer: str, *, absent: str,
+               differs: str) -> str | None:
+    """A copy on `peer` of what `source` holds (an image ID, a cache manifest), compared by
+    content address; a source that holds nothing itself leaves the copy's verdict to its own step."""
+    want = getattr(facts[source], kind).get(key, ABSENT)
+    have = getattr(facts[peer], kind).get(key, ABSENT)
+    if have == ABSENT:
+        return f"drift: {absent}"
+    if want != ABSENT and have != want:
+        return f"drift: {differs}"
+    return None
+
+
 @dataclass(frozen=True)
 class UnitRunning:
     """A unit of ours: its file as we wrote it, enabled, and running."""
@@ -111,13 +124,9 @@ class ImageCopied:
         return [(self.source, "images", self.ref), (self.peer, "images", self.ref)]
 
     def drift(self, facts):
-        want = facts[self.source].images.get(self.ref, ABSENT)
-        have = facts[self.peer].images.get(self.ref, ABSENT)
-        if have == ABSENT:
-            return f"drift: image {self.ref} absent on {self.peer}"
-        if want != ABSENT and have != want:
-            return f"drift: image {self.ref} on {self.peer} differs from {self.source}"
-        return None
+        return copy_drift(facts, "images", self.ref, self.source, self.peer,
+                          absent=f"image {self.ref} absent on {self.peer}",
+                          differs=f"image {self.ref} on {self.peer} differs from {self.source}")
 
 
 @dataclass(frozen=True)
@@ -145,13 +154,9 @@ class CacheCopied:
         return [(self.source, "dirs", self.path), (self.peer, "dirs", self.path)]
 
     def drift(self, facts):
-        want = facts[self.source].dirs.get(self.path, ABSENT)
-        have = facts[self.peer].dirs.get(self.path, ABSENT)
-        if have == ABSENT:
-            return f"drift: model cache absent or incomplete on {self.peer}"
-        if want != ABSENT and have != want:
-            return f"drift: model cache on {self.peer} differs from {self.source}"
-        return None
+        return copy_drift(facts, "dirs", self.path, self.source, self.peer,
+                          absent=f"model cache absent or incomplete on {self.peer}",
+                          differs=f"model cache on {self.peer} differs from {self.source}")
 
 
 @dataclass(frozen=True)
