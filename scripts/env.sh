@@ -2,6 +2,9 @@
 # Environment for running the Pulumi engine of this repo: `source scripts/env.sh`.
 # Local file backend and passphrase secrets, never Pulumi Cloud; no automatic plugin downloads.
 # Prints nothing. The engine itself comes from scripts/install-engine.sh.
+# Plugins are never taken from PATH: the language host comes from beside the CLI (.engine/bin),
+# providers (pulumi-resource-command 1.2.1) from the plugin cache in $PULUMI_HOME/plugins, so a
+# stray provider on PATH is neither used nor warned about.
 
 _bw_root="$(cd "$(dirname "${BASH_SOURCE[0]:-$0}")/.." && pwd)"
 
@@ -15,6 +18,7 @@ mkdir -p "$_bw_root/.state/backend"
 export PULUMI_BACKEND_URL="file://$_bw_root/.state/backend"
 export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
+export PULUMI_IGNORE_AMBIENT_PLUGINS=true
 
 # Passphrase for the secrets provider: the caller's, else one generated once for this clone.
 if [ -z "${PULUMI_CONFIG_PASSPHRASE+x}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FILE+x}" ]; then
