@@ -14,6 +14,7 @@ from .node import Node
 from .observe import RayMembers
 from .remote import run
 from .render import render
+from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text
 
 
@@ -47,7 +48,10 @@ class RayCluster(pulumi.ComponentResource):
                 environment=env, restart="always",
                 pre_start=[["/usr/bin/mkdir", "-p", tmp]])
             # A new image under the same tag restarts the container too.
-            return SystemdUnit(f"{name}-{role}-{node.name}", node, unit_name, text, depends_on=deps,
+            step = StepInfo(node.name, "cluster", do=f"Start Ray {role} on {node.name}",
+                            redo=f"Restart Ray {role} on {node.name} with its new unit",
+                            undo=f"Stop Ray {role} on {node.name}")
+            return SystemdUnit(f"{name}-{role}-{node.name}", node, unit_name, text, step=step, depends_on=deps,
                                triggers=[image_id], opts=pulumi.ResourceOptions(parent=self))
 
         self.head_unit = node_unit(
@@ -65,6 +69,8 @@ class RayCluster(pulumi.ComponentResource):
                       [*depends_on, self.head_unit])
             for w in workers]
         self.ready = run(f"{name}-ready", head, parent=self,
+                         step=StepInfo(head.name, "cluster", do=f"Wait until every node has joined Ray cluster {name}",
+                                       undo=f"Forget the readiness check of Ray cluster {name}"),
                          depends_on=[self.head_unit, *self.worker_units],
                          create=render("scripts/wait-ray.sh.j2", cluster=name, container=self.container,
                                        expected=1 + len(workers), timeout_s=ray.join_timeout_s),

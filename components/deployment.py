@@ -18,6 +18,7 @@ from .node import Node
 from .observe import EndpointAnswers
 from .remote import run
 from .render import digest, render
+from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text, env_file_text
 
 DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
@@ -72,6 +73,8 @@ class Deployment(pulumi.ComponentResource):
                    "messages": [{"role": "user", "content": spec.health.prompt}]}
         self.health = run(
             f"{spec.name}-health", head, parent=self, depends_on=self.units,
+            step=StepInfo(head.name, "verify", do=f"Health gate: a real chat completion from {spec.name}",
+                          undo=f"Drop the health gate of {spec.name}"),
             create=render("scripts/health-gate.sh.j2", deployment=spec.name, address=address, port=spec.port,
                           served_name=spec.served_name, unit=unit_name, env_file=env_file, key_var=key_var,
                           timeout_s=spec.health.timeout_s, request_json=json.dumps(request),

@@ -13,6 +13,7 @@ from .node import Node
 from .observe import ImageCopied, ImagePresent
 from .remote import run, tagged_line
 from .render import digest, render
+from .steps import StepInfo
 
 
 def requirements(spec: ImageSpec) -> list[str]:
@@ -39,7 +40,12 @@ class ContainerImage(pulumi.ComponentResource):
         self.spec = spec
         self.tag = image_tag(spec)
         self.build_node = build_node
+        reqs = requirements(spec)
         self.build = run(f"{spec.name}-build", build_node, parent=self, depends_on=depends_on,
+                         step=StepInfo(build_node.name, "image",
+                                       do=f"Build image {spec.name} on {build_node.name} ({', '.join(reqs)})"
+                                       if reqs else f"Pull image {spec.base} on {build_node.name}",
+                                       undo=f"Remove image {spec.name} from {build_node.name}"),
                          create=render("scripts/build-image.sh.j2", tag=self.tag, base=spec.base,
                                        dockerfile=dockerfile(spec), ca_bundle=spec.pip_ca_bundle,
                                        pull_only=self.tag == spec.base),
@@ -48,6 +54,11 @@ class ContainerImage(pulumi.ComponentResource):
                          expect=ImagePresent(build_node.name, self.tag))
         self.image_id = tagged_line(self.build.stdout, "image-id")
         self.register_outputs({"tag": self.tag, "image_id": self.image_id})
+
+
+def over(fabric: FabricSpec | None) -> str:
+    """How bytes move between nodes, in the todo list's words."""
+    return "over the fabric" if fabric is not None else "over the management network"
 
 
 def peer_values(source: Node, peer: Node, fabric: FabricSpec | None) -> dict:
@@ -67,6 +78,9 @@ class ImageSync(pulumi.ComponentResource):
         for peer in peers:
             values = dict(tag=image.tag, **peer_values(image.build_node, peer, fabric))
             self.copies[peer.name] = run(f"{name}-{peer.name}", image.build_node, parent=self,
+                                         step=StepInfo(image.build_node.name, "image",
+                                                       do=f"Copy image {image.spec.name} to {peer.name} {over(fabric)}",
+                                                       undo=f"Remove image {image.spec.name} from {peer.name}"),
                                          depends_on=[image.build], triggers=[image.image_id],
                                          create=render("scripts/sync-image.sh.j2", **values),
                                          delete=render("scripts/unsync-image.sh.j2", **values),

@@ -11,11 +11,12 @@ from typing import Sequence
 import pulumi
 
 from .config.schema import FabricSpec, ModelSpec
-from .image import peer_values
+from .image import over, peer_values
 from .node import Node
 from .observe import CacheComplete, CacheCopied
-from .remote import run
+from .remote import directory_digest, run, upload
 from .render import render
+from .steps import StepInfo
 
 
 def cache_paths(spec: ModelSpec) -> tuple[str, str]:
@@ -32,24 +33,46 @@ class ModelCache(pulumi.ComponentResource):
         self.spec = spec
         self.path, staging = cache_paths(spec)
         common = dict(model_name=spec.name, final_dir=self.path, staging_dir=staging)
-        # A local source is streamed into the staging directory first (and again when its
-        # content changes); the fetch script then hashes and renames it.
-        upload = (os.path.expanduser(spec.source.path), staging) if spec.source.kind == "local" else None
+        node = fetch_node.name
         with_token = hf_token is not None and spec.source.kind == "hub"
+        fetch_after = list(depends_on)
+        triggers: list[pulumi.Input] = []
+        if spec.source.kind == "local":
+            # From the operator's machine into the staging directory (again when its content
+            # changed); the fetch script then hashes it and renames it into place.
+            source = os.path.expanduser(spec.source.path)
+            self.upload = upload(f"{spec.name}-upload", fetch_node, local_dir=source, remote_dir=staging,
+                                 copy_dest=self.path, parent=self, depends_on=depends_on,
+                                 step=StepInfo(node, "model", do=f"Upload model {spec.name} from this machine to {node}",
+                                               undo=f"Forget the upload of model {spec.name} to {node}"),
+                                 expect=CacheComplete(node, self.path))
+            fetch_after.append(self.upload)
+            triggers.append(directory_digest(source))
         self.fetch = run(
-            f"{spec.name}-fetch", fetch_node, parent=self, depends_on=depends_on, upload=upload,
+            f"{spec.name}-fetch", fetch_node, parent=self, depends_on=fetch_after, triggers=triggers,
+            step=StepInfo(node, "model", do=_fetch_sentence(spec, node), undo=f"Remove model {spec.name} from {node}"),
             create=render("scripts/fetch-model.sh.j2", kind=spec.source.kind, repo=spec.repo,
                           revision=spec.revision, image=downloader_image, with_token=with_token,
                           source_path=spec.source.path or "", **common),
             delete=render("scripts/remove-model.sh.j2", **common),
             stdin=hf_token.apply(lambda t: f"HF_TOKEN={t}\n") if with_token else None,
-            expect=CacheComplete(fetch_node.name, self.path))
-        self.ready: dict[str, pulumi.Resource] = {fetch_node.name: self.fetch}
+            expect=CacheComplete(node, self.path))
+        self.ready: dict[str, pulumi.Resource] = {node: self.fetch}
         for peer in peers:
             values = dict(**common, **peer_values(fetch_node, peer, fabric))
             self.ready[peer.name] = run(
                 f"{spec.name}-to-{peer.name}", fetch_node, parent=self, depends_on=[self.fetch],
+                step=StepInfo(node, "model", do=f"Copy model {spec.name} to {peer.name} {over(fabric)}",
+                              undo=f"Remove model {spec.name} from {peer.name}"),
                 create=render("scripts/sync-model.sh.j2", **values),
                 delete=render("scripts/unsync-model.sh.j2", **values),
-                expect=CacheCopied(fetch_node.name, peer.name, self.path))
+                expect=CacheCopied(node, peer.name, self.path))
         self.register_outputs({"path": self.path, "nodes": list(self.ready)})
+
+
+def _fetch_sentence(spec: ModelSpec, node: str) -> str:
+    if spec.source.kind == "hub":
+        return f"Download model {spec.name} ({spec.repo}) on {node}"
+    if spec.source.kind == "local":
+        return f"Hash and install model {spec.name} on {node}"
+    return f"Verify and adopt model {spec.name} from {spec.source.path} on {node}"

@@ -1,5 +1,6 @@
 """Node: one machine reached by SSH with a pinned host key. Other components run their
-scripts through its connection; it changes nothing by itself."""
+scripts through its connection (components/remote.py) and record there what each step is
+(components/steps.py); it changes nothing by itself."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from pathlib import Path
 import pulumi
 
 from .config.schema import NodeSpec
+from .steps import StepInfo
 
 
 class Node(pulumi.ComponentResource):
@@ -16,8 +18,8 @@ class Node(pulumi.ComponentResource):
         super().__init__("blackwell:node:Node", spec.name, None, opts)
         self.spec = spec
         self.name = spec.name
-        # What a RemoteCommand needs to reach this node (the key kept a secret in the state).
-        # Without a key the SSH agent answers.
+        # What a step needs to reach this node (the key kept a secret in the state). Without a
+        # key the SSH agent answers.
         self.connection = {
             "host": spec.host,
             "port": spec.ssh.port,
@@ -30,7 +32,15 @@ class Node(pulumi.ComponentResource):
         self.probe_connection = {**self.connection, "private_key": private_key}
         # Set by the stack when the nodes are observed (components/observe); None offline.
         self.observer = None
+        # (resource, StepInfo) of every step that runs on this node or to it.
+        self.steps: list[tuple[pulumi.Resource, StepInfo]] = []
         self.register_outputs({"host": spec.host, "arch": spec.arch})
+
+
+    def record_step(self, resource: pulumi.Resource, step: StepInfo) -> None:
+        if step.node != self.name:
+            raise ValueError(f"step {step.do!r} is recorded on {self.name} but says it runs on {step.node}")
+        self.steps.append((resource, step))
 
 
 def read_private_key(spec: NodeSpec) -> str | None:

@@ -1,105 +1,179 @@
-"""The one place that turns a rendered script into a resource that runs on a node.
+"""The one place that turns a rendered script into a step: every change on a node is a
+pulumi-command `remote.Command` (its provider dials the node with the host key pinned), every
+change on the operator's machine a `local.Command`. No dynamic provider: nothing of our Python
+code is kept in the state.
 
-`RemoteCommand` is a Pulumi dynamic resource (type `pulumi-python:dynamic/remote:Command`)
-whose provider runs scripts with the system's OpenSSH client (components/ssh.py). It plays
-the part of pulumi-command's remote.Command, whose provider binary cannot be built here (its Go
-module is not served by the only module proxy this machine reaches), with two differences that
-matter to us: only a change of what runs (`create`, `stdin`, the upload's digest) re-runs it —
-a new key or a new delete script is recorded without touching the node — and the script's
-text is the only thing that crosses to the node besides stdin."""
+How a step reaches its node:
+- The command line is short and fixed: it reads the script from the first bytes of stdin and
+  runs it under `timeout`, so the node's `ps`, the state's `create` and a failure's message carry
+  no script text and no data. What follows the scripts on stdin is the step's data (a secret
+  EnvironmentFile, an HF token, a probe): secrets only ever travel on stdin.
+- `create` names the digest of the script and the values of the step's triggers (e.g. the image
+  ID it runs), so the engine re-runs the step exactly when what runs changed, in place (an
+  update, never a replace: a replace would run the delete script first).
+- Drift (components/observe): when the node does not show what the step left there, the step
+  carries the observation in its `environment` (DRIFT_VAR, stamped with the time, so it always
+  differs from the state) and the engine plans an update, which runs the converge script again —
+  never the delete script. When the node is as expected, `environment` is ignored
+  (`ignore_changes`), so the state's old stamp is no change. The decision is taken in a resource
+  transform, at registration, once every node has been observed. DRIFT_VAR is an `LC_*` name
+  because the stock sshd of Debian and Ubuntu accepts those (`AcceptEnv LANG LC_*`).
+- Output: stderr carries only the scripts' progress lines (tagged log lines, percentages by
+  tenths; the verbose rest goes to a log file on the node, see templates/scripts/_prelude.sh.j2)
+  and is logged live by the provider under the step's URN; stdout carries `key=value` results
+  and is not logged.
+"""
 
 from __future__ import annotations
 
 import hashlib
 import os
-import uuid
-from typing import Any, Sequence
+import re
+import shlex
+from datetime import datetime, timezone
+from typing import Callable, Sequence
 
 import pulumi
-from pulumi.dynamic import CreateResult, DiffResult, ResourceProvider, UpdateResult
+from pulumi_command import local as command_local
+from pulumi_command import remote as command_remote
 
 from .node import Node
 from .observe.expect import Expectation
+from .render import render
+from .steps import StepInfo
 
-# Inputs whose change means the script must run again on the node.
-RERUN_ON = ("create", "stdin", "upload_digest", "triggers")
-# `observed` is the program's reading of the node (components/observe): not empty means the node
-# is not as this step left it, so the step is pending even though its inputs are the same. Its
-# own change back to "" is no change.
-NOT_COMPARED = ("stdout", "stderr", "__provider", "observed")
-
-
-def _execute(props: dict[str, Any]) -> dict[str, str]:
-    from .progress import step_reporter
-    from .ssh import Connection, run_script, upload_dir
-
-    conn = Connection.from_inputs(props["connection"])
-    if props.get("upload_from"):
-        upload_dir(conn, props["upload_from"], props["upload_to"])
-    out, err = run_script(conn, props["create"], stdin=props.get("stdin"), timeout_s=int(props["timeout_s"]),
-                          what=props["label"], on_line=step_reporter(props["label"]))
-    return {"stdout": out, "stderr": err}
+DRIFT_VAR = "LC_BLACKWELL_DRIFT"
+# An unreachable node fails a step after DIAL_ERROR_LIMIT dials of PER_DIAL_TIMEOUT_S each, plus
+# the provider's backoff between them: well under a minute.
+DIAL_ERROR_LIMIT = 3
+PER_DIAL_TIMEOUT_S = 10
+DELETE_TIMEOUT_S = 1800
+# After its timeout a step's script gets TERM, then KILL this much later.
+KILL_AFTER_S = 30
 
 
-class SshCommandProvider(ResourceProvider):
-    def create(self, props: dict[str, Any]) -> CreateResult:
-        return CreateResult(id_=uuid.uuid4().hex, outs={**props, **_execute(props)})
-
-    def diff(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> DiffResult:
-        keys = sorted(k for k in set(olds) | set(news)
-                      if k not in NOT_COMPARED and olds.get(k) != news.get(k))
-        return DiffResult(changes=bool(keys) or bool(news.get("observed")), replaces=[],
-                          delete_before_replace=False)
-
-    def update(self, _id: str, olds: dict[str, Any], news: dict[str, Any]) -> UpdateResult:
-        if any(olds.get(k) != news.get(k) for k in RERUN_ON) or news.get("observed"):
-            return UpdateResult(outs={**news, **_execute(news)})
-        # Only how we reach the node or how we undo changed: record it, run nothing.
-        return UpdateResult(outs={**news, "stdout": olds.get("stdout", ""), "stderr": olds.get("stderr", "")})
-
-    def delete(self, _id: str, props: dict[str, Any]) -> None:
-        if props.get("delete"):
-            from .ssh import Connection, run_script
-
-            from .progress import step_reporter
-
-            run_script(Connection.from_inputs(props["connection"]), props["delete"],
-                       timeout_s=int(props["timeout_s"]), what=f"{props['label']} (delete)",
-                       on_line=step_reporter(props["label"]))
+def connection(node: Node) -> command_remote.ConnectionArgs:
+    c = node.connection
+    return command_remote.ConnectionArgs(
+        host=c["host"], port=c["port"], user=c["user"], private_key=c["private_key"],
+        host_key=c["host_key"], dial_error_limit=DIAL_ERROR_LIMIT,
+        per_dial_timeout=min(PER_DIAL_TIMEOUT_S, c["connect_timeout_s"]))
 
 
-class RemoteCommand(pulumi.dynamic.Resource, module="remote", name="Command"):
-    stdout: pulumi.Output[str]
-    stderr: pulumi.Output[str]
-
-    def __init__(self, name: str, props: dict[str, Any], opts: pulumi.ResourceOptions):
-        super().__init__(SshCommandProvider(), name, {**props, "stdout": None, "stderr": None}, opts)
+def script_digest(script: str) -> str:
+    return hashlib.sha256(script.encode()).hexdigest()[:16]
 
 
-def run(name: str, node: Node, *, create: str, delete: str | None = None, parent: pulumi.Resource,
-        stdin: pulumi.Input[str] | None = None, depends_on: Sequence[pulumi.Resource] = (),
-        sensitive: bool = False, timeout_s: int = 4 * 3600,
-        upload: tuple[str, str] | None = None, triggers: Sequence[pulumi.Input] = (),
-        expect: Expectation | None = None) -> RemoteCommand:
-    """A script on `node`. create doubles as update: it runs again only when its text, its stdin,
-    its upload or one of its triggers (e.g. the ID of the image it uses) changed, so every script
-    is written to converge from any earlier state.
-    upload=(local_dir, remote_dir) streams a directory of the operator's machine there first.
-    expect: what the node shows once the script has run; when the node is observed and shows
-    otherwise, the step runs again (drift)."""
-    props: dict[str, Any] = {"connection": node.connection, "create": create, "delete": delete,
-                             "stdin": stdin, "timeout_s": timeout_s, "label": f"{name} on {node.name}",
-                             "upload_from": None, "upload_to": None, "upload_digest": None,
-                             "triggers": list(triggers),
-                             "observed": node.observer.reason(expect) if node.observer else ""}
-    if upload:
-        props.update(upload_from=os.path.abspath(upload[0]), upload_to=upload[1],
-                     upload_digest=directory_digest(upload[0]))
-    # A forced replacement (`pulumi up --replace`) undoes first: old and new share their names on
-    # the node (unit, tag, cache directory), so creating first and deleting after would undo the new.
-    return RemoteCommand(name, props, pulumi.ResourceOptions(
-        parent=parent, depends_on=list(depends_on), delete_before_replace=True,
-        additional_secret_outputs=["stdout", "stderr"] if sensitive else None))
+def command_line(*, label: str, scripts: Sequence[str], which: int, timeout_s: int,
+                 inputs: Sequence[str] = ()) -> str:
+    """The login shell's command: skip the scripts before `which` on stdin, read that one, run it
+    with bash under `timeout`; what is left on stdin is the script's own. `head -c` reads exactly
+    that many bytes, never more."""
+    sizes = [len(s.encode()) for s in scripts]
+    skip = sum(sizes[:which])
+    reader = (f"head -c {skip} >/dev/null && " if skip else "") + f's=$(head -c {sizes[which]}) && eval "$s"'
+    env = [f"BWS_STEP={shlex.quote(label)}", f"BWS_SCRIPT={script_digest(scripts[which])}"]
+    if inputs:
+        env.append(f"BWS_INPUTS={shlex.quote(' '.join(inputs))}")
+    return (f"exec env {' '.join(env)} timeout --kill-after={KILL_AFTER_S} {timeout_s} "
+            f"bash -c {shlex.quote(reader)}")
+
+
+_READER = re.compile(r"(?:head -c (\d+) >/dev/null && )?s=\$\(head -c (\d+)\)")
+
+
+def read_script(line: str, stdin: str) -> str:
+    """The script a command line of command_line() runs, cut out of its stdin (for reading a
+    state or a preview: `pulumi stack export`, tests)."""
+    m = _READER.search(line)
+    if m is None:
+        raise ValueError("not a command line of components/remote.py")
+    skip, size = int(m.group(1) or 0), int(m.group(2))
+    return stdin.encode()[skip:skip + size].decode()
+
+
+def drift_transform(observed: Callable[[], str]):
+    """The resource transform that carries the observation: a stamped DRIFT_VAR when the node
+    differs from what the step left (or could not be asked: the preview shows it pending),
+    `ignore_changes` on the environment when it does not."""
+    def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult:
+        reason = observed()
+        props = dict(args.props)
+        if reason:
+            stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+            props["environment"] = {DRIFT_VAR: f"{reason} (observed {stamp})"}
+            return pulumi.ResourceTransformResult(props=props, opts=args.opts)
+        opts = pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(ignore_changes=["environment"]))
+        return pulumi.ResourceTransformResult(props=props, opts=opts)
+    return transform
+
+
+def drift_reason(environment: object) -> str:
+    """The observation a step carries (DRIFT_VAR), without its stamp; "" when none."""
+    value = environment.get(DRIFT_VAR, "") if isinstance(environment, dict) else ""
+    return str(value).rsplit(" (observed ", 1)[0] if value else ""
+
+
+def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | None = None,
+        parent: pulumi.Resource, stdin: pulumi.Input[str] | None = None,
+        depends_on: Sequence[pulumi.Resource] = (), sensitive: bool = False, timeout_s: int = 4 * 3600,
+        triggers: Sequence[pulumi.Input] = (), expect: Expectation | None = None) -> command_remote.Command:
+    """A script on `node`. create doubles as update: it runs again only when its text, its stdin
+    or one of its triggers (e.g. the ID of the image it uses) changed, or when the node drifted
+    from what it left there, so every script is written to converge from any earlier state.
+    step: the sentence, phase and priority the todo list shows. expect: what the node shows once
+    the script has run (components/observe)."""
+    scripts = [create, *([delete] if delete else [])]
+    label = f"{name} on {node.name}"
+    inputs = pulumi.Output.all(*triggers).apply(lambda values: [str(v) for v in values])
+    create_line = inputs.apply(lambda values: command_line(label=label, scripts=scripts, which=0,
+                                                            timeout_s=timeout_s, inputs=values))
+    delete_line = (command_line(label=f"{label} (delete)", scripts=scripts, which=1, timeout_s=DELETE_TIMEOUT_S)
+                   if delete else None)
+    stdin_text = pulumi.Output.all("".join(scripts), stdin if stdin is not None else "").apply("".join)
+    command = command_remote.Command(
+        name, connection=connection(node), create=create_line, delete=delete_line, stdin=stdin_text,
+        add_previous_output_in_env=False, logging=command_remote.Logging.STDERR,
+        opts=step_options(node, parent, depends_on, expect,
+                          # A forced replacement (`pulumi up --replace`) undoes first: old and new
+                          # share their names on the node (unit, tag, cache directory).
+                          delete_before_replace=True,
+                          additional_secret_outputs=["stdout", "stderr"] if sensitive else None))
+    node.record_step(command, step)
+    return command
+
+
+def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir: str, copy_dest: str,
+           parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource] = (),
+           expect: Expectation | None = None) -> command_local.Command:
+    """Stream a directory of the operator's machine into remote_dir on the node with rsync over
+    SSH (host key pinned): resumable (--partial), only what differs moves (files already in
+    copy_dest, the installed copy, are copied on the node instead of sent). Runs again when the
+    directory's content changed (its digest is in the command)."""
+    local_dir = os.path.abspath(os.path.expanduser(local_dir))
+    key = node.connection["private_key"]
+    script = render("scripts/upload-dir.sh.j2", label=f"{name} on {node.name}", local_dir=local_dir,
+                    remote_dir=remote_dir, copy_dest=copy_dest, host=node.spec.host, port=node.spec.ssh.port,
+                    user=node.spec.ssh.user, host_key=node.spec.ssh.host_key, key_on_stdin=key is not None,
+                    connect_timeout_s=node.spec.ssh.connect_timeout_s, digest=directory_digest(local_dir))
+    command = command_local.Command(
+        # With a key: an ssh-agent of this run holds it (the script adds it from stdin); the agent
+        # ends when the script does, however it ends.
+        name, create=script, interpreter=["ssh-agent", "/bin/bash", "-c"] if key is not None else ["/bin/bash", "-c"],
+        stdin=key,
+        add_previous_output_in_env=False, logging=command_local.Logging.STDERR,
+        opts=step_options(node, parent, depends_on, expect))
+    node.record_step(command, step)
+    return command
+
+
+def step_options(node: Node, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource],
+                 expect: Expectation | None, **more) -> pulumi.ResourceOptions:
+    """Options every step shares: its parent and dependencies, and, when the nodes are observed,
+    the transform that carries the observation of `expect`."""
+    verdict = node.observer.verdict(expect) if node.observer is not None else None
+    return pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on),
+                                  transforms=[drift_transform(verdict)] if verdict is not None else None, **more)
 
 
 def directory_digest(path: str) -> str:

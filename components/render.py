@@ -7,6 +7,7 @@ shell) or `sd` (systemd's command-line syntax, where `$` and `%` are special too
 from __future__ import annotations
 
 import hashlib
+import re
 import shlex
 from functools import lru_cache
 from pathlib import Path
@@ -39,6 +40,11 @@ def systemd_env_value(value) -> str:
     return text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
 
 
+def slug(value) -> str:
+    """A file name from free text ("model tiny -> lab-2" → "model-tiny-lab-2")."""
+    return re.sub(r"[^A-Za-z0-9._]+", "-", str(value)).strip("-") or "step"
+
+
 @lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
     env = jinja2.Environment(
@@ -52,6 +58,7 @@ def environment() -> jinja2.Environment:
     env.filters["q"] = shell_quote
     env.filters["sd"] = systemd_quote
     env.filters["sdenv"] = systemd_env_value
+    env.filters["slug"] = slug
     return env
 
 

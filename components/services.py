@@ -11,6 +11,7 @@ from .node import Node
 from .observe import UnitKept, UnitRetired
 from .remote import run
 from .render import render
+from .steps import StepInfo
 
 
 class RetiredService(pulumi.ComponentResource):
@@ -20,6 +21,8 @@ class RetiredService(pulumi.ComponentResource):
         super().__init__("blackwell:services:RetiredService", name, None, opts)
         values = dict(unit=unit, state_dir=state_dir)
         self.command = run(f"{name}-retire", node, parent=self, depends_on=depends_on,
+                           step=StepInfo(node.name, "retire", do=f"Stop and disable {unit} on {node.name}",
+                                         undo=f"Start {unit} again on {node.name} (restore)"),
                            create=render("scripts/retire-service.sh.j2", **values),
                            delete=render("scripts/restore-service.sh.j2", **values),
                            expect=UnitRetired(node.name, unit))
@@ -31,6 +34,9 @@ class KeptService(pulumi.ComponentResource):
         name = f"{node.name}-{unit.removesuffix('.service')}"
         super().__init__("blackwell:services:KeptService", name, None, opts)
         self.command = run(f"{name}-check", node, parent=self,
+                           step=StepInfo(node.name, "verify", priority="normal",
+                                         do=f"Check that {unit} stays up on {node.name} (never touched)",
+                                         undo=f"Stop checking {unit} on {node.name}"),
                            create=render("scripts/check-kept.sh.j2", unit=unit),
                            expect=UnitKept(node.name, unit))
         self.register_outputs({"unit": unit, "node": node.name})

@@ -1,8 +1,7 @@
-"""Running a script on a node with the system's OpenSSH client: the node's host key pinned
-(a known_hosts file of one line, StrictHostKeyChecking=yes), key auth only, bounded waits.
-
-The script travels as the remote command (quoted once for the remote login shell); stdin stays
-free for data and secrets, so a secret never appears in any process's arguments."""
+"""The program's own read-only look at a node (components/observe): one script run with the
+system's OpenSSH client while the program builds the plan — not a step, so not a resource. The
+node's host key pinned (a known_hosts file of one line, StrictHostKeyChecking=yes), key auth
+only, no user ssh config, bounded waits. Every change on a node is a step (components/remote.py)."""
 
 from __future__ import annotations
 
@@ -10,12 +9,9 @@ import os
 import shlex
 import subprocess
 import tempfile
-import threading
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, Iterator, Mapping
-
-from .progress import split_lines
+from typing import Iterator, Mapping
 
 
 @dataclass(frozen=True)
@@ -46,7 +42,7 @@ def ssh_argv(conn: Connection) -> Iterator[list[str]]:
         host = conn.host if conn.port == 22 else f"[{conn.host}]:{conn.port}"
         with open(known_hosts, "w") as f:
             f.write(f"{host} {conn.host_key}\n")
-        argv = ["ssh", "-p", str(conn.port), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
+        argv = ["ssh", "-F", "/dev/null", "-p", str(conn.port), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
                 "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
                 "-o", f"ConnectTimeout={conn.connect_timeout_s}", "-o", "ServerAliveInterval=15",
                 "-o", "ServerAliveCountMax=4", "-o", "LogLevel=ERROR"]
@@ -59,71 +55,21 @@ def ssh_argv(conn: Connection) -> Iterator[list[str]]:
         yield [*argv, "-l", conn.user, conn.host]
 
 
-def run_script(conn: Connection, script: str, *, stdin: str | bytes | None = None, timeout_s: int = 3600,
-               what: str = "script", on_line: Callable[[str], None] | None = None) -> tuple[str, str]:
-    """(stdout, stderr) of `script` run by bash on the node; RemoteError when it fails.
-    on_line, if given, sees each stderr line (a carriage return ends one) while the script runs."""
-    data = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
+def run_script(conn: Connection, script: str, *, timeout_s: int = 60, what: str = "script") -> tuple[str, str]:
+    """(stdout, stderr) of `script` run by bash on the node; RemoteError when it fails, with
+    ssh's own status (255) told apart from a script's failure."""
     with ssh_argv(conn) as argv:
-        proc = subprocess.Popen([*argv, "bash -c " + shlex.quote(script)], stdin=subprocess.PIPE,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        out_chunks: list[bytes] = []
-        err_chunks: list[bytes] = []
-        readers = [threading.Thread(target=_drain, args=(proc.stdout, out_chunks, None), daemon=True),
-                   threading.Thread(target=_drain, args=(proc.stderr, err_chunks, on_line), daemon=True)]
-        for r in readers:
-            r.start()
         try:
-            if data:
-                proc.stdin.write(data)
-            proc.stdin.close()
-        except BrokenPipeError:
-            pass  # the script ended without reading its stdin: its status says the rest
-        try:
-            proc.wait(timeout=timeout_s)
+            done = subprocess.run([*argv, "bash -c " + shlex.quote(script)], stdin=subprocess.DEVNULL,
+                                  capture_output=True, timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
             raise RemoteError(f"{what} on {conn.host}: no answer within {timeout_s} s") from None
-        finally:
-            for r in readers:
-                r.join(timeout=10)
-    out = b"".join(out_chunks).decode(errors="replace")
-    err = b"".join(err_chunks).decode(errors="replace")
-    if proc.returncode == 255 and not out:
+    out = done.stdout.decode(errors="replace")
+    err = done.stderr.decode(errors="replace")
+    if done.returncode == 255 and not out:
         raise RemoteError(f"{what}: cannot reach {conn.user}@{conn.host}:{conn.port} by SSH "
                           f"(unreachable, or its host key is not the pinned one): {err.strip()[-500:]}")
-    if proc.returncode != 0:
-        raise RemoteError(f"{what} on {conn.host} failed with exit status {proc.returncode}:\n"
+    if done.returncode != 0:
+        raise RemoteError(f"{what} on {conn.host} failed with exit status {done.returncode}:\n"
                           f"{(err.strip() or out.strip())[-3000:]}")
     return out, err
-
-
-def _drain(stream, chunks: list[bytes], on_line: Callable[[str], None] | None) -> None:
-    """Read a pipe to its end; hand complete lines to on_line as they arrive."""
-    pending = ""
-    for chunk in iter(lambda: stream.read1(65536), b""):
-        chunks.append(chunk)
-        if on_line is not None:
-            lines, pending = split_lines(pending + chunk.decode(errors="replace"))
-            for line in lines:
-                on_line(line)
-    if on_line is not None and pending.strip():
-        on_line(pending.strip())
-
-
-def upload_dir(conn: Connection, local_dir: str, remote_dir: str, timeout_s: int = 7200) -> None:
-    """Stream a local directory into remote_dir (created, emptied first) as one tar over SSH."""
-    remote = (f"rm -rf {shlex.quote(remote_dir)} && mkdir -p {shlex.quote(remote_dir)} && "
-              f"tar -xf - -C {shlex.quote(remote_dir)}")
-    with ssh_argv(conn) as argv:
-        tar = subprocess.Popen(["tar", "-C", local_dir, "-cf", "-", "."], stdout=subprocess.PIPE)
-        try:
-            done = subprocess.run([*argv, "bash -c " + shlex.quote(remote)], stdin=tar.stdout,
-                                  capture_output=True, timeout=timeout_s)
-        finally:
-            tar.stdout.close()
-            tar.wait()
-    if tar.returncode != 0 or done.returncode != 0:
-        raise RemoteError(f"upload of {local_dir} to {conn.host}:{remote_dir} failed: "
-                          f"{done.stderr.decode(errors='replace').strip()[-1000:]}")

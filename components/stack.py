@@ -91,6 +91,10 @@ class ServingStack(pulumi.ComponentResource):
         if self.observer is not None:
             self.observer.observe()
 
+    def todo_steps(self) -> list[dict]:
+        """What each step is (components/steps.py), for the todo list: the STEPS_OUTPUT output."""
+        return [info.record(resource.urn) for node in self.nodes.values() for resource, info in node.steps]
+
     def _preflight(self, spec: StackSpec, image_ready: dict, child: pulumi.ResourceOptions) -> list:
         """The engine probe of each deployment (on its head, once image and model are there),
         the fabric check of each node of a multi-node deployment and, when configured, the

@@ -11,6 +11,7 @@ from .node import Node
 from .observe import UnitRunning
 from .remote import run
 from .render import digest, render
+from .steps import StepInfo
 
 UNIT_DELIMITER = "BWS_UNIT_EOF"
 
@@ -18,7 +19,7 @@ UNIT_DELIMITER = "BWS_UNIT_EOF"
 class SystemdUnit(pulumi.ComponentResource):
     def __init__(self, name: str, node: Node, unit_name: str, unit_text: str, *,
                  env_file: str | None = None, env_text: pulumi.Input[str] | None = None,
-                 must_stay_up: bool = True, depends_on: Sequence[pulumi.Resource] = (),
+                 must_stay_up: bool = True, step: StepInfo | None = None, depends_on: Sequence[pulumi.Resource] = (),
                  triggers: Sequence[pulumi.Input] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__("blackwell:unit:SystemdUnit", name, None, opts)
         if UNIT_DELIMITER in unit_text:
@@ -28,7 +29,10 @@ class SystemdUnit(pulumi.ComponentResource):
         self.unit_text = unit_text
         self.digest = digest(unit_text)
         values = dict(unit_name=unit_name, env_file=env_file if env_text is not None else None)
-        self.command = run(f"{name}-install", node, parent=self, depends_on=depends_on,
+        step = step or StepInfo(node.name, "serve", do=f"Install and start {unit_name} on {node.name}",
+                                redo=f"Rewrite and restart {unit_name} on {node.name}",
+                                undo=f"Stop and remove {unit_name} from {node.name}")
+        self.command = run(f"{name}-install", node, parent=self, depends_on=depends_on, step=step,
                            create=render("scripts/install-unit.sh.j2", unit_text=unit_text,
                                          must_stay_up=must_stay_up, **values),
                            delete=render("scripts/remove-unit.sh.j2", **values),

@@ -37,15 +37,15 @@ class Observer:
         self._facts: dict[str, NodeFacts] | None = None
         self._failure: ObserveError | None = None
 
-    def reason(self, expectation: Expectation | None) -> pulumi.Output[str]:
-        """The step's observed reason, known once observe() ran (it runs before the program ends,
-        so before any step is planned)."""
+    def verdict(self, expectation: Expectation | None) -> Callable[[], str]:
+        """The step's observed reason, to be asked once observe() ran (it runs at the end of the
+        program body, before any step is registered with the engine)."""
         if expectation is not None:
             if self._facts is not None:
                 raise RuntimeError("an expectation was added after the nodes were observed")
             for node, kind, key in expectation.watch():
                 getattr(self._watch[node], kind).add(key)
-        return pulumi.Output.from_input("").apply(lambda _: self.evaluate(expectation))
+        return lambda: self.evaluate(expectation)
 
     def evaluate(self, expectation: Expectation | None) -> str:
         if self._failure is not None:

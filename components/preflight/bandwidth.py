@@ -17,6 +17,7 @@ from ..image import peer_values
 from ..node import Node
 from ..remote import run, tagged_line
 from ..render import TEMPLATES, render
+from ..steps import StepInfo
 
 ALLREDUCE = (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
 
@@ -69,6 +70,10 @@ class FabricBandwidth(pulumi.ComponentResource):
                  for r, n in enumerate(nodes) if r > 0]
         self.command = run(
             f"{spec.name}-bandwidth-check", head, parent=self, depends_on=depends_on, stdin=ALLREDUCE,
+            step=StepInfo(head.name, "preflight",
+                          do=f"Preflight: measure the fabric's all-reduce bandwidth between "
+                             f"{and_list(spec.nodes)} ({backend(spec)})",
+                          undo=f"Drop the fabric bandwidth check of {spec.name}"),
             triggers=[image_id], timeout_s=bound + 120,
             create=render("scripts/preflight-bandwidth.sh.j2", deployment=spec.name, head_name=head.name,
                           nodes=and_list([n.name for n in nodes]), netdev=fabric.netdev,

@@ -13,6 +13,7 @@ from ..node import Node
 from ..observe import FabricUp
 from ..remote import run
 from ..render import TEMPLATES, render
+from ..steps import StepInfo
 
 PROBE = (TEMPLATES / "scripts" / "probe_engine.py").read_text()
 
@@ -32,6 +33,10 @@ class EngineProbe(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("blackwell:preflight:EngineProbe", f"{deployment}-preflight", None, opts)
         self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
+                           step=StepInfo(head.name, "preflight",
+                                         do=f"Preflight: the engine image of {deployment} knows its model "
+                                            f"(probe on {head.name})",
+                                         undo=f"Drop the engine probe of {deployment}"),
                            triggers=[image_id],
                            create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine,
                                          image=image, model_dir=model_dir))
@@ -46,6 +51,10 @@ class FabricCheck(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__("blackwell:preflight:FabricCheck", f"{node.name}-fabric", None, opts)
         self.command = run(f"{node.name}-fabric-check", node, parent=self,
+                           step=StepInfo(node.name, "preflight",
+                                         do=f"Preflight: the fabric link of {node.name} is up "
+                                            "(address, MTU, RDMA ports, peers)",
+                                         undo=f"Drop the fabric check of {node.name}"),
                            create=render("scripts/preflight-fabric.sh.j2", node_name=node.name, netdev=fabric.netdev,
                                          address=str(node.spec.fabric_address), mtu=fabric.mtu,
                                          hcas=list(fabric.hcas),

@@ -16,7 +16,8 @@ from components.config import ConfigError, load_stack_file
 
 from . import engine
 from .live import LiveTodo
-from .plan import build_items, step_metadata, urn_name
+from ..steps import index
+from .plan import build_items, declared_steps, step_metadata, urn_name
 from .views import FORMATS, render
 
 
@@ -30,9 +31,10 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--events", type=Path, help="render a recorded preview (a JSON list of engine events) "
                                                "instead of running one")
     p.add_argument("--plan", type=Path, help="with --events: the recorded plan file")
-    p.add_argument("--record", type=Path, help="also write the preview's events.json and plan.json "
-                                               "(slimmed: no secrets) into this directory")
-    p.add_argument("--verbose", action="store_true", help="with --up: every output line of the scripts")
+    p.add_argument("--steps", type=Path, help="with --events: the recorded steps file (what each step is)")
+    p.add_argument("--record", type=Path, help="also write the preview's events.json, plan.json and "
+                                               "steps.json (slimmed: no secrets) into this directory")
+    p.add_argument("--verbose", action="store_true", help="with --up: the engine's other messages too")
     return p.parse_args(argv)
 
 
@@ -79,6 +81,7 @@ def main(argv: list[str] | None = None) -> int:
     if args.events:
         events = json.loads(args.events.read_text())
         plan = json.loads(args.plan.read_text()) if args.plan else None
+        steps = index(json.loads(args.steps.read_text())) if args.steps else {}
     else:
         problem = engine.engine_env_ok()
         if problem:
@@ -86,7 +89,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         errors = ErrorCollector()
         try:
-            events, plan = engine.preview(args.stack, args.work_dir, on_event=errors)
+            events, plan, previous = engine.preview(args.stack, args.work_dir, on_event=errors)
         except Exception as err:  # CommandError and friends: show the engine's words, not ours
             print(f"preview of stack {args.stack} failed:\n{errors.explain(err)}", file=sys.stderr)
             return 1
@@ -94,10 +97,14 @@ def main(argv: list[str] | None = None) -> int:
             args.record.mkdir(parents=True, exist_ok=True)
             (args.record / "events.json").write_text(json.dumps(engine.slim_events(events), indent=1) + "\n")
             (args.record / "plan.json").write_text(json.dumps(engine.slim_plan(plan), indent=1) + "\n")
+        steps = declared_steps(events, previous)
+        if args.record:
+            records = [info.record(urn) for urn, info in steps.items()]
+            (args.record / "steps.json").write_text(json.dumps(records, indent=1) + "\n")
         if plan is None:
             print("note: the engine saved no plan file; dependencies are not shown", file=sys.stderr)
 
-    items = build_items(step_metadata(events), plan, spec)
+    items = build_items(step_metadata(events), plan, spec, steps)
     if not args.up:
         sys.stdout.write(render(items, args.format, args.stack))
         return 0
@@ -107,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.stdout.write(render(items, "text", args.stack))
     print(flush=True)
-    live = LiveTodo(items, spec=spec, verbose=args.verbose)
+    live = LiveTodo(items, steps=steps, verbose=args.verbose)
 
     errors = ErrorCollector()
 

@@ -41,9 +41,11 @@ def select(stack: str, work_dir: Path = REPO):
 
 
 def preview(stack: str, work_dir: Path = REPO, on_event: Callable[[dict], None] | None = None
-            ) -> tuple[list[dict], dict | None]:
-    """Preview `stack`: (the engine events as dicts, the saved plan file or None)."""
+            ) -> tuple[list[dict], dict | None, dict]:
+    """Preview `stack`: (the engine events as dicts, the saved plan file or None, the outputs
+    the last `up` left: what the steps being deleted were)."""
     st = select(stack, work_dir)
+    previous = {k: v.value for k, v in st.outputs().items()}
     events: list[dict] = []
 
     def collect(ev) -> None:
@@ -56,7 +58,7 @@ def preview(stack: str, work_dir: Path = REPO, on_event: Callable[[dict], None] 
         plan_path = Path(tmp) / "plan.json"
         st.preview(on_event=collect, plan=str(plan_path), color="never")
         plan = json.loads(plan_path.read_text()) if plan_path.is_file() else None
-    return events, plan
+    return events, plan, previous
 
 
 def up(stack: str, on_event: Callable[[dict], None], work_dir: Path = REPO):

@@ -1,10 +1,11 @@
 """Following an `up`: engine event dicts → item status transitions and progress lines.
 
 resourcePreEvent → in_progress, resOutputsEvent → completed, resOpFailedEvent → failed. A
-diagnostic event of an item (its script's output) becomes a progress line when it is one of
-our scripts' `[blackwell …]` log lines, a percentage from rsync `--info=progress2` / pv that
-reached the next tenth, a `docker load` result, or a build step header; warnings and errors
-are always shown. Each printed line starts with a wall-clock stamp; nothing is redrawn.
+diagnostic event of an item is its script's live output, which the provider attaches to the
+step's URN: the scripts already keep it to progress (their `[blackwell …]` lines, percentages by
+tenths, docker's load and build headers; templates/scripts/_progress.sh.j2), so each line is
+shown under its item. Warnings and errors are always shown. Each printed line starts with a
+wall-clock stamp; nothing is redrawn.
 """
 
 from __future__ import annotations
@@ -14,8 +15,8 @@ import time
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
-from ..progress import STEP_MESSAGE, ProgressFilter
-from .plan import Item, item_for, merge_steps, host_map, is_work, urn_name
+from ..steps import StepInfo
+from .plan import Item, item_for, merge_steps, is_work, urn_name
 from .views import MARK
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|<\{%[^%]*%\}>")
@@ -31,18 +32,17 @@ def _clean(message: str) -> list[str]:
 class LiveTodo:
     """The todo list during an `up`. handle(event) returns the lines to print for that event."""
 
-    def __init__(self, items: Sequence[Item], *, spec=None, stamp: Callable[[], str] | None = None,
+    def __init__(self, items: Sequence[Item], *, steps: Mapping[str, StepInfo] | None = None,
+                 stamp: Callable[[], str] | None = None,
                  clock: Callable[[], float] = time.monotonic, verbose: bool = False):
         self.items: list[Item] = list(items)
         self.by_urn = {it.urn: it for it in self.items}
         self.number = {it.id: i for i, it in enumerate(self.items, 1)}
-        self.spec = spec
-        self.hosts = host_map(spec)
+        self.steps = dict(steps or {})
         self.stamp = stamp or (lambda: datetime.now().strftime("%H:%M:%S"))
         self.clock = clock
         self.started = clock()
         self.verbose = verbose
-        self._filters: dict[str, ProgressFilter] = {}
         self.transitions: list[tuple[str, str, str]] = []  # (item id, from, to)
 
     # -- events ------------------------------------------------------------------------------
@@ -71,7 +71,7 @@ class LiveTodo:
             if not is_work(step.type, step.custom):
                 return []
             # Not in the preview (the nodes or the state moved since): added at the end.
-            item = item_for(step, self._free_id(urn_name(urn)), self.spec, self.hosts)
+            item = item_for(step, self._free_id(urn_name(urn)), self.steps)
             self.items.append(item)
             self.by_urn[urn] = item
             self.number[item.id] = len(self.items)
@@ -100,23 +100,12 @@ class LiveTodo:
     def _diagnostic(self, diag: Mapping) -> list[str]:
         severity = str(diag.get("severity", "info"))
         item = self.by_urn.get(diag.get("urn") or "")
-        message = str(diag.get("message", ""))
-        streamed = STEP_MESSAGE.match(message.strip()) if item is None else None
-        if streamed and streamed.group(1) in self.number:
-            # A step's progress streamed by the provider while it runs, already filtered there.
-            n = self.number[streamed.group(1)]
-            return [f"{self.stamp()}      {n:>2}. {line}" for line in _clean(streamed.group(3))]
-        lines = _clean(message)
-        out: list[str] = []
         prefix = f"{self.stamp()}      {self.number[item.id]:>2}. " if item else f"{self.stamp()}      "
-        for line in lines:
+        out: list[str] = []
+        for line in _clean(str(diag.get("message", ""))):
             if severity in ("warning", "error"):
                 out.append(f"{prefix}{severity}: {line}")
-                continue
-            progress = self._filters.setdefault(item.id, ProgressFilter()).accept(line) if item else None
-            if progress:
-                out.append(prefix + progress)
-            elif self.verbose and severity != "debug":
+            elif item is not None or (self.verbose and severity != "debug"):
                 out.append(prefix + line)
         return out
 

@@ -4,9 +4,11 @@ Input, as plain JSON dicts (the engine's wire format, so recorded data and live 
 - the `metadata` of each preview step (a `resourcePreEvent`): op, urn, type, old/new state
   (parent, custom, inputs), diffs;
 - optionally the saved plan file (`pulumi preview --save-plan`): each resource's goal with its
-  `parent` and `dependencies`, which gives the graph.
+  `parent` and `dependencies`, which gives the graph;
+- what each step is (components/steps.py), by URN: the preview's own stack output, and for
+  steps being deleted, the output the last `up` left.
 
-One item per pending custom resource (remote.Command, CopyToRemote, …); `same` steps, component
+One item per pending custom resource (remote.Command, local.Command, …); `same` steps, component
 resources, providers and the stack itself are skipped. Items are ordered by a topological sort
 of their dependencies that, among the items ready at each point, takes the earliest phase
 (preflight, retire, image, model, cluster, serve, verify), then the node's place in the stack config, then
@@ -20,8 +22,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from components.config.schema import StackSpec
+from components.remote import drift_reason
+from components.steps import STEPS_OUTPUT, StepInfo, index
 
-from .describe import PHASES, Resource, describe
+from .describe import PHASES, describe
 
 STATUSES = ("pending", "in_progress", "completed", "failed")
 
@@ -40,7 +44,6 @@ class Item:
     reason: str
     depends_on: list[str] = field(default_factory=list)
     urn: str = ""
-    kind: str = ""
 
     def seed(self) -> dict:
         """The seeds' shape: exactly content, priority, status."""
@@ -127,15 +130,20 @@ def merge_steps(metadata: Iterable[Mapping]) -> list[Step]:
     return list(steps.values())
 
 
+# What an input's change means, in the todo list's words: the command line names the script's
+# digest and its triggers, stdin carries the script and its data.
+_CHANGED = {"create": "script", "stdin": "script", "delete": "undo script", "connection": "connection"}
+
+
 def reason_of(step: Step) -> str:
-    """create | delete | "update: create changed" | what the program observed on the node
+    """create | delete | "update: script changed" | what the program observed on the node
     ("drift: observed inactive", "unreachable: …"), or both."""
     op = step.op
-    observed = str(step.inputs.get("observed") or "") if op != "delete" else ""
-    diffs = [d for d in step.diffs if d != "observed"]
-    changed = f"{op}: {', '.join(diffs)} changed" if diffs else ""
+    observed = (drift_reason(step.inputs.get("environment"))
+                if op != "delete" and "environment" in step.diffs else "")
+    changed = list(dict.fromkeys(_CHANGED.get(d, d) for d in step.diffs if d != "environment"))
     if op in ("update", "replace"):
-        return "; ".join(p for p in (changed, observed) if p) or op
+        return "; ".join(p for p in (f"{op}: {', '.join(changed)} changed" if changed else "", observed) if p) or op
     return op
 
 
@@ -145,27 +153,18 @@ def step_metadata(events: Iterable[Mapping]) -> list[dict]:
             if isinstance(e.get("resourcePreEvent"), Mapping) and e["resourcePreEvent"].get("metadata")]
 
 
-# -- nodes -----------------------------------------------------------------------------------
-
-def host_map(spec: StackSpec | None) -> dict[str, str]:
-    """connection.host (or a fabric address, or the name) → node name, from the stack config."""
-    if spec is None:
-        return {}
-    out: dict[str, str] = {}
-    for n in spec.nodes:
-        out.setdefault(n.name, n.name)
-        if n.fabric_address:
-            out.setdefault(str(n.fabric_address), n.name)
-        out[str(n.host)] = n.name
+def declared_steps(events: Iterable[Mapping], previous: Mapping | None = None) -> dict[str, StepInfo]:
+    """urn → StepInfo: from the stack output STEPS_OUTPUT in the preview's events (the steps of
+    this program), over the one of the last `up` (`previous`: the stack's outputs; the steps being
+    deleted are only there)."""
+    out = index((previous or {}).get(STEPS_OUTPUT))
+    for e in events:
+        for kind in ("resOutputsEvent", "resourcePreEvent"):
+            md = (e.get(kind) or {}).get("metadata") or {}
+            new = md.get("new") or {}
+            if new.get("type") == "pulumi:pulumi:Stack":
+                out.update(index((new.get("outputs") or {}).get(STEPS_OUTPUT)))
     return out
-
-
-def node_of(inputs: Mapping, hosts: Mapping[str, str]) -> str | None:
-    conn = inputs.get("connection")
-    host = conn.get("host") if isinstance(conn, Mapping) else None
-    if not isinstance(host, str) or not host:
-        return None
-    return hosts.get(host, host)
 
 
 # -- the graph -------------------------------------------------------------------------------
@@ -264,28 +263,26 @@ def order(items: list[Item], node_order: Mapping[str, int]) -> list[Item]:
     return out
 
 
-def item_for(step: Step, item_id: str, spec: StackSpec | None, hosts: Mapping[str, str]) -> Item:
-    parent_name = urn_name(step.parent) if step.parent else None
-    res = Resource(urn=step.urn, types=urn_types(step.urn), name=urn_name(step.urn), parent_name=parent_name,
-                   node=node_of(step.inputs, hosts), inputs=step.inputs, op=step.op)
-    d = describe(res, spec)
-    return Item(id=item_id, content=d.content, priority=d.priority, status="pending", node=res.node,
-                phase=d.phase, reason=reason_of(step), urn=step.urn, kind=d.kind)
+def item_for(step: Step, item_id: str, steps: Mapping[str, StepInfo]) -> Item:
+    d = describe(steps.get(step.urn), step.op, urn_name(step.urn))
+    return Item(id=item_id, content=d.content, priority=d.priority, status="pending", node=d.node,
+                phase=d.phase, reason=reason_of(step), urn=step.urn)
 
 
 def build_items(metadata: Iterable[Mapping], plan: Mapping | None = None,
-                spec: StackSpec | None = None) -> list[Item]:
+                spec: StackSpec | None = None, steps: Mapping[str, StepInfo] | None = None) -> list[Item]:
     """The ordered todo items of a preview: step metadata dicts, the saved plan (optional: without
-    it there are no dependencies), the stack config (optional: names nodes and images)."""
-    steps = {s.urn: s for s in merge_steps(metadata)}
+    it there are no dependencies), the stack config (optional: orders the nodes) and what each
+    step is (declared_steps)."""
+    steps = steps or {}
+    merged = {s.urn: s for s in merge_steps(metadata)}
     goals = plan_goals(plan)
-    work = [s for s in steps.values()
+    work = [s for s in merged.values()
             if s.pending and is_work(s.type or (urn_types(s.urn) or ("",))[-1],
                                      goals[s.urn].get("custom") if s.urn in goals else s.custom)]
     ids = _unique_ids([s.urn for s in work])
-    hosts = host_map(spec)
-    items = [item_for(s, ids[s.urn], spec, hosts) for s in work]
-    deps = _dependencies({s.urn for s in work}, goals, steps)
+    items = [item_for(s, ids[s.urn], steps) for s in work]
+    deps = _dependencies({s.urn for s in work}, goals, merged)
     for it in items:
         it.depends_on = sorted(ids[u] for u in deps.get(it.urn, []))
     node_order = {n.name: i for i, n in enumerate(spec.nodes)} if spec is not None else {}

@@ -3,6 +3,7 @@ although spark-duo's and rtxpro-quad's nodes cannot be reached, and list the pen
 
 from __future__ import annotations
 
+from components.remote import read_script
 from tests.engine.conftest import preview_json, pulumi
 
 OFFLINE = {"BLACKWELL_SERVING_OFFLINE": "1"}
@@ -12,34 +13,45 @@ def creates(doc: dict) -> dict[str, dict]:
     return {step["urn"].split("::")[-1]: step for step in doc["steps"] if step["op"] == "create"}
 
 
+def script(step: dict) -> str:
+    """What a step runs on its node: its command line reads it from its stdin. A step whose
+    command line names a value not known before `up` (the ID of an image still to be built) has
+    an unknown command line in a preview: then its whole stdin (its scripts and its data)."""
+    inputs = step["newState"]["inputs"]
+    try:
+        return read_script(inputs["create"], inputs["stdin"])
+    except ValueError:
+        return inputs["stdin"]
+
+
 def test_spark_duo_preview_lists_the_deployment(project):
     steps = creates(preview_json(project, "spark-duo", OFFLINE))
-    script = lambda name: steps[name]["newState"]["inputs"]["create"]
-    assert "systemctl disable --now vllm-cluster.service" in script("spark-1a32-vllm-cluster-retire")
-    assert "systemctl is-active --quiet vllm-embeddings.service" in script("spark-5be3-vllm-embeddings-check")
-    assert "transformers>=5.2" in script("vllm-qwen35-build")
-    assert "Qwen/Qwen3.5-122B-A10B-FP8" in script("qwen35-122b-fetch")
-    assert "docker save" in script("vllm-qwen35-sync-spark-5be3")
-    assert "192.168.200.13" in script("vllm-qwen35-sync-spark-5be3")
-    assert "rsync" in script("qwen35-122b-to-spark-5be3")
-    assert '"ray" \\\n  "start" \\\n  "--head"' in script("qwen35-ray-head-spark-1a32-install")
-    assert "--address=192.168.200.12:6379" in script("qwen35-ray-worker-spark-5be3-install")
-    engine = script("qwen35-spark-1a32-install")
-    assert '"--tensor-parallel-size" \\\n  "2" \\\n' in engine
-    assert '"--distributed-executor-backend" \\\n  "ray"' in engine
-    assert "/v1/chat/completions" in script("qwen35-health")
-    connections = {n: s["newState"]["inputs"]["connection"]["host"] for n, s in steps.items()
-                   if s["newState"]["type"] == "pulumi-python:dynamic/remote:Command"}
-    assert connections["vllm-qwen35-build"] == "spark-1a32"
-    assert connections["spark-5be3-vllm-embeddings-check"] == "spark-5be3"
+    assert {s["newState"]["type"] for s in steps.values() if s["newState"]["custom"]} == {"command:remote:Command"}
+    script_of = lambda name: script(steps[name])
+    assert "systemctl disable --now vllm-cluster.service" in script_of("spark-1a32-vllm-cluster-retire")
+    assert "systemctl is-active --quiet vllm-embeddings.service" in script_of("spark-5be3-vllm-embeddings-check")
+    assert "transformers>=5.2" in script_of("vllm-qwen35-build")
+    # Steps that carry a secret on stdin (the HF token, the API key's EnvironmentFile) show it
+    # only as a secret, scripts included; their content is pinned by the unit and render tests.
+    for secret_carrier in ("qwen35-122b-fetch", "qwen35-spark-1a32-install"):
+        assert steps[secret_carrier]["newState"]["inputs"]["stdin"] == "[secret]"
+    assert "docker save" in script_of("vllm-qwen35-sync-spark-5be3")
+    assert "192.168.200.13" in script_of("vllm-qwen35-sync-spark-5be3")
+    assert "rsync" in script_of("qwen35-122b-to-spark-5be3")
+    assert '"ray" \\\n  "start" \\\n  "--head"' in script_of("qwen35-ray-head-spark-1a32-install")
+    assert "--address=192.168.200.12:6379" in script_of("qwen35-ray-worker-spark-5be3-install")
+    assert "/v1/chat/completions" in script_of("qwen35-health")
+    # The connection is a secret (it may carry a key); the command line names the node.
+    assert steps["vllm-qwen35-build"]["newState"]["inputs"]["connection"] == "[secret]"
+    assert "BWS_STEP='vllm-qwen35-build on spark-1a32'" in steps["vllm-qwen35-build"]["newState"]["inputs"]["create"]
+    assert "on spark-5be3'" in steps["spark-5be3-vllm-embeddings-check"]["newState"]["inputs"]["create"]
 
 
 def test_rtxpro_quad_preview_lists_the_deployment(project):
     steps = creates(preview_json(project, "rtxpro-quad", OFFLINE))
-    assert "systemctl disable --now sglang-kimi.service" in steps["llm-server-sglang-kimi-retire"]["newState"]["inputs"]["create"]
-    engine = steps["qwen35-397b-llm-server-install"]["newState"]["inputs"]["create"]
-    for flag in ("modelopt_fp4", "flashinfer_cutlass", "--fp4-gemm-backend", "--enable-hierarchical-cache"):
-        assert flag in engine
+    assert "systemctl disable --now sglang-kimi.service" in script(steps["llm-server-sglang-kimi-retire"])
+    assert steps["qwen35-397b-llm-server-install"]["newState"]["inputs"]["stdin"] == "[secret]"
+    assert steps["qwen35-397b-fetch"]["newState"]["inputs"]["stdin"] == "[secret]"
 
 
 def test_offline_mode_refuses_up(project):

@@ -16,7 +16,7 @@ from pathlib import Path
 
 from components.image import dockerfile
 from components.render import render
-from tests.unit.mocked import STACKS, snapshot
+from tests.unit.mocked import STACKS, script_of, snapshot
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 
@@ -35,11 +35,12 @@ def _rendered(stack: str):
         assert name not in files, f"{stack}: two renders named {name}"
         files[name] = text
 
-    for r in snap.commands():
+    for r in snap.steps():
         for key in ("create", "delete"):
-            if r.inputs.get(key):
-                put(f"{r.name}.{key}.sh", r.inputs[key])
-        assert r.inputs.get("update", r.inputs["create"]) == r.inputs["create"], f"{r.name}: update differs"
+            script = script_of(r, key)
+            if script:
+                put(f"{r.name}.{key}.sh", script)
+        assert not r.inputs.get("update"), f"{r.name}: an update runs its create script again"
     for u in snap.units:
         put(f"{u._name}.service", u.unit_text)
     for node, watch in snap.watches.items():

@@ -11,8 +11,10 @@ import pulumi
 from components.config import load_stack_file
 
 REPO = Path(__file__).resolve().parents[2]
-# The type of a script run on a node (components/remote.py).
-COMMAND = "pulumi-python:dynamic/remote:Command"
+# The types of a step (components/remote.py): a script on a node, work on the operator's machine.
+COMMAND = "command:remote:Command"
+LOCAL_COMMAND = "command:local:Command"
+STEP_TYPES = (COMMAND, LOCAL_COMMAND)
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
 
 
@@ -45,7 +47,7 @@ class Recorder(pulumi.runtime.Mocks):
         parent, deps = self._requests.get((args.typ, args.name), (None, []))
         self.resources[f"{args.typ}::{args.name}"] = Registered(args.typ, args.name, dict(args.inputs), parent, deps)
         outputs = dict(args.inputs)
-        if args.typ == COMMAND:
+        if args.typ in STEP_TYPES:
             outputs.setdefault("stdout", "image-id=sha256:mock\n")
             outputs.setdefault("stderr", "")
         return f"{args.name}-id", outputs
@@ -64,6 +66,30 @@ def build(stack: str, preview: bool = True):
     spec = load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
     built = ServingStack(stack, spec)
     return built, recorder
+
+
+def plain(value):
+    """A recorded input without its secret wrapper."""
+    if isinstance(value, dict) and "value" in value and len(value) == 2:
+        return value["value"]
+    return value
+
+
+def script_of(r: Registered, which: str = "create") -> str | None:
+    """The script a remote step runs for `which` (create or delete): its command line reads it
+    from stdin (components/remote.command_line); a local step's create is the script itself."""
+    from components.remote import read_script
+
+    line = plain(r.inputs.get(which))
+    if r.type == LOCAL_COMMAND or not line:
+        return line
+    return read_script(line, plain(r.inputs["stdin"]))
+
+
+def stdin_data(r: Registered) -> str:
+    """What a remote step's stdin carries after its scripts (its data, secrets included)."""
+    scripts = [s for s in (script_of(r, "create"), script_of(r, "delete")) if s]
+    return plain(r.inputs["stdin"]).encode()[sum(len(s.encode()) for s in scripts):].decode()
 
 
 def resolved(output) -> object:
@@ -91,6 +117,9 @@ class Snapshot:
 
     def commands(self) -> list[Registered]:
         return [r for r in self.recorder.resources.values() if r.type == COMMAND]
+
+    def steps(self) -> list[Registered]:
+        return [r for r in self.recorder.resources.values() if r.type in STEP_TYPES]
 
     def by_name(self, name: str) -> Registered:
         [found] = [r for r in self.recorder.resources.values() if r.name == name]

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from components.config.schema import BandwidthCheck
 from components.preflight.bandwidth import time_bound_s
 from components.render import TEMPLATES
-from tests.unit.mocked import STACKS, snapshot
+from tests.unit.mocked import STACKS, script_of, snapshot, stdin_data
 from tests.unit.test_graph import closure, dep_names, host_of, parent_of, snap
 
 
@@ -87,8 +87,8 @@ def test_runs_on_the_head_after_the_image_is_on_every_node(stack):
         # A model copy over the same link would share what is measured.
         assert (f"{model.name}-fetch" if n == model.fetch_node else f"{model.name}-to-{n}") in deps
         assert f"{n}-fabric-check" in deps
-    assert r.inputs["stdin"] == (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
-    assert r.inputs["triggers"], "a new image under the same tag must measure again"
+    assert stdin_data(r) == (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
+    assert "BWS_INPUTS=" in r.inputs["create"], "a new image under the same tag must measure again"
 
 
 @pytest.mark.parametrize("stack", ["lab", "spark-duo"])
@@ -141,7 +141,7 @@ def test_every_node_runs_one_rank_that_meets_on_the_heads_fabric_address(stack, 
     s = snap(stack)
     [d] = [d for d in s.spec.deployments if d.topology != "single"]
     check = s.spec.fabric.bandwidth_check
-    script = s.by_name(f"{d.name}-bandwidth-check").inputs["create"]
+    script = script_of(s.by_name(f"{d.name}-bandwidth-check"))
     ranks = rank_lines(script)
     assert sorted(ranks) == list(range(len(d.nodes)))
     head = str(s.spec.node(d.nodes[0]).fabric_address)
@@ -165,14 +165,15 @@ def test_every_node_runs_one_rank_that_meets_on_the_heads_fabric_address(stack, 
     assert f"container=bws-{d.name}-bw-0" in script and script.count('docker rm -f "$container"') == 2
     for rank in range(1, len(d.nodes)):
         assert f"peer timeout 60 docker rm -f bws-{d.name}-bw-{rank} " in script
-    assert s.by_name(f"{d.name}-bandwidth-check").inputs["timeout_s"] > bound
+    step_timeout = re.search(r"timeout --kill-after=\d+ (\d+) ", s.by_name(f"{d.name}-bandwidth-check").inputs["create"])
+    assert int(step_timeout.group(1)) > bound
 
 
 def test_a_threshold_fails_the_preflight_only_when_set():
-    without = snapshot("lab", with_check("lab", size_mb=64)).by_name("tiny-bandwidth-check").inputs["create"]
-    assert "min_bus_gbps" not in without and "awk" not in without
-    script = snapshot("lab", with_check("lab", size_mb=64, min_bus_gbps=12.5)).by_name(
-        "tiny-bandwidth-check").inputs["create"]
+    without = script_of(snapshot("lab", with_check("lab", size_mb=64)).by_name("tiny-bandwidth-check"))
+    assert "min_bus_gbps" not in without and "want=" not in without
+    script = script_of(snapshot("lab", with_check("lab", size_mb=64, min_bus_gbps=12.5)).by_name(
+        "tiny-bandwidth-check"))
     assert re.search(r"^want=12\.5$", script, re.M)
     start = script.index("if awk")
     failing = script[start:script.index("\nfi\n", start)]

@@ -12,7 +12,7 @@ import pulumi
 import pytest
 
 from tests.unit import systemd_syntax
-from tests.unit.mocked import COMMAND, SENTINEL, STACKS, snapshot
+from tests.unit.mocked import COMMAND, SENTINEL, STACKS, STEP_TYPES, plain, script_of, snapshot
 
 _CACHE: dict = {}
 
@@ -80,7 +80,7 @@ def flag_value(argv: list[str], flag: str) -> str:
 @pytest.mark.parametrize("stack", STACKS)
 def test_type_tokens_name_real_component_classes(stack):
     s = snap(stack)
-    components = [r for r in s.recorder.resources.values() if r.type != COMMAND]
+    components = [r for r in s.recorder.resources.values() if r.type not in STEP_TYPES]
     assert components
     for r in components:
         m = re.fullmatch(r"blackwell:([a-z_]+):([A-Z][A-Za-z]+)", r.type)
@@ -102,7 +102,7 @@ def test_every_resource_is_parented_and_named_from_its_component(stack):
         parent = parent_of(s, r)
         assert parent is not None, f"{r.type} {r.name} has no parent inside the stack (parent={r.parent!r})"
         assert parent.type.startswith("blackwell:"), f"{r.name}: parent {parent.type} is not one of our components"
-        if r.type == COMMAND:
+        if r.type in STEP_TYPES:
             assert parent is not root, f"command {r.name} hangs off the stack instead of its component"
         if parent is not root:
             assert r.name.startswith(parent.name + "-"), \
@@ -118,8 +118,10 @@ def test_every_command_targets_a_node_of_the_stack_with_its_pinned_host_key(stac
         conn = r.inputs["connection"].get("value", r.inputs["connection"])
         assert conn["host"] in nodes, f"{r.name} targets unknown host {conn['host']}"
         node = nodes[conn["host"]]
-        assert conn["host_key"] == node.ssh.host_key, f"{r.name}: host key not pinned to {node.name}'s"
+        assert conn["hostKey"] == node.ssh.host_key, f"{r.name}: host key not pinned to {node.name}'s"
         assert conn["user"] == node.ssh.user and int(conn["port"]) == node.ssh.port
+        # An unreachable node fails the step in well under a minute.
+        assert conn["dialErrorLimit"] * conn["perDialTimeout"] <= 30
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -196,16 +198,16 @@ def test_kept_services_are_only_looked_at(stack):
         assert [c.type for c in children] == [COMMAND]
         [check] = children
         assert not check.inputs.get("delete"), "a kept service must have nothing to do on destroy"
-        script = check.inputs["create"]
-        assert check.inputs.get("update", script) == script
+        script = script_of(check)
+        assert not check.inputs.get("update"), "the check runs the same script again"
         verbs = re.findall(r"systemctl\s+(\S+)", script)
         assert verbs and set(verbs) <= {"is-active", "show"}, f"kept-service check does more than look: {verbs}"
         assert not re.search(r"\b(kill|docker|rm|mv|stop|restart|disable|mask)\b", script.split("\n", 3)[-1])
         # No other command of the stack names the kept unit at all.
         for r in s.commands():
             if r is not check:
-                for key in ("create", "update", "delete"):
-                    assert k.unit not in (r.inputs.get(key) or ""), f"{r.name} touches kept unit {k.unit}"
+                for key in ("create", "delete"):
+                    assert k.unit not in (script_of(r, key) or ""), f"{r.name} touches kept unit {k.unit}"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -228,7 +230,10 @@ def test_secrets_never_reach_a_script_argv_or_unit_in_plain_text(stack):
     leaks: list[str] = []
     for r in s.recorder.resources.values():
         for key in ("create", "update", "delete"):
-            assert SENTINEL not in (r.inputs.get(key) or ""), f"secret in the {key} script of {r.name}"
+            assert SENTINEL not in str(plain(r.inputs.get(key)) or ""), f"secret in the {key} command of {r.name}"
+        if r.type in STEP_TYPES:
+            for key in ("create", "delete"):
+                assert SENTINEL not in (script_of(r, key) or ""), f"secret in the {key} script of {r.name}"
         plain_occurrences(r.inputs, r.name, leaks)
     assert not leaks, f"secret in plain text at {leaks}"
     for u in s.units:
@@ -324,7 +329,7 @@ def test_duo_commands_target_the_right_node():
 def test_duo_copies_go_over_the_fabric():
     s = snap(DUO)
     for name in (f"vllm-qwen35-sync-{SECOND}", f"qwen35-122b-to-{SECOND}"):
-        script = s.by_name(name).inputs["create"]
+        script = script_of(s.by_name(name))
         assert "root@192.168.200.13" in script and "spark-5be3 " not in script
 
 

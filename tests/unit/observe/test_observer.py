@@ -38,7 +38,7 @@ def test_one_probe_per_node_with_everything_it_must_look_at():
     obs, prober = observer({"n1": facts_of("inactive"), "n2": facts_of("active"), "idle": NodeFacts()})
     a, b = UnitRunning("n1", "bws-x.service", TEXT), UnitRunning("n2", "bws-x.service", TEXT)
     for e in (a, b, UnitRunning("n1", "bws-y.service", TEXT)):
-        obs.reason(e)
+        obs.verdict(e)
     obs.observe()
     assert sorted(n for n, _ in prober.calls) == ["n1", "n2"]       # a node nobody watches is not probed
     watched = dict(prober.calls)
@@ -52,7 +52,7 @@ def test_an_unreachable_node_makes_its_steps_pending_in_a_preview(monkeypatch):
     monkeypatch.setattr("pulumi.log.warn", lambda *_: None)
     obs, _ = observer({"n1": RemoteError("observe n1: cannot reach root@n1:22 by SSH"), "n2": facts_of("active")})
     a, b = UnitRunning("n1", "bws-x.service", TEXT), UnitRunning("n2", "bws-x.service", TEXT)
-    obs.reason(a), obs.reason(b)
+    obs.verdict(a), obs.verdict(b)
     obs.observe()
     assert obs.evaluate(a) == "unreachable: observe n1: cannot reach root@n1:22 by SSH"
     assert obs.evaluate(b) == ""
@@ -60,7 +60,7 @@ def test_an_unreachable_node_makes_its_steps_pending_in_a_preview(monkeypatch):
 
 def test_an_unreachable_node_stops_up_before_any_step():
     obs, _ = observer({"n1": RemoteError("observe n1: cannot reach root@n1:22 by SSH")}, dry_run=False)
-    obs.reason(UnitRunning("n1", "bws-x.service", TEXT))
+    obs.verdict(UnitRunning("n1", "bws-x.service", TEXT))
     with pytest.raises(ObserveError, match="n1: observe n1: cannot reach.*Nothing was changed"):
         obs.observe()
 
@@ -71,7 +71,7 @@ def test_steps_cannot_be_evaluated_before_observation_nor_added_after():
         obs.evaluate(None)
     obs.observe()
     with pytest.raises(RuntimeError, match="after the nodes were observed"):
-        obs.reason(UnitRunning("n1", "bws-x.service", TEXT))
+        obs.verdict(UnitRunning("n1", "bws-x.service", TEXT))
 
 
 def test_probe_script_is_read_only_and_quotes_every_name():
@@ -87,7 +87,7 @@ def test_probe_script_is_read_only_and_quotes_every_name():
 
 def test_after_a_failed_observation_in_up_no_step_can_be_planned():
     obs, _ = observer({"n1": RemoteError("observe n1: cannot reach root@n1:22 by SSH")}, dry_run=False)
-    obs.reason(UnitRunning("n1", "bws-x.service", TEXT))
+    obs.verdict(UnitRunning("n1", "bws-x.service", TEXT))
     with pytest.raises(ObserveError):
         obs.observe()
     with pytest.raises(ObserveError, match="Nothing was changed"):

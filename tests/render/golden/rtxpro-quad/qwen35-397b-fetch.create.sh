@@ -1,9 +1,28 @@
 #!/usr/bin/env bash
 # Put the model in this node's cache at its pinned revision: downloaded from the hub, taken from
 # a directory already on the node, or finished after an upload to the staging directory.
-# Work happens in a staging directory, is hashed into a manifest, then renamed into place.
+# Work happens in a staging directory, is hashed into a manifest, then renamed into place. An
+# upload (the step before this one sent the operator's directory to the staging directory) is
+# installed even over a cached copy: its content changed, or the cache drifted.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'model qwen35-397b' "$*" >&2; }
+progress_log=/var/log/blackwell-serving/model-qwen35-397b.log
+progress() {
+  mkdir -p "$(dirname "$progress_log")"
+  if [ -z "${progress_told:-}" ]; then
+    progress_told=1
+    log "full output in $progress_log"
+  fi
+  tee -a "$progress_log" | awk -v shown=-1 -v RS='[\r\n]+' '
+    /^\[blackwell / { print; fflush(); next }
+    match($0, /[0-9]+(\.[0-9]+)?%/) {
+      p = substr($0, RSTART, RLENGTH - 1) + 0
+      if (p <= 100 && int(p / 10) > shown) { shown = int(p / 10); print; fflush() }
+      next
+    }
+    /^(Loaded image|#[0-9]+ \[|Step [0-9]+\/[0-9]+|Successfully (built|tagged))/ { print; fflush() }
+  ' >&2
+}
 final=/var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
 staging=/var/lib/blackwell-serving/models/.staging/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
 if [ -f "$final/.blackwell-manifest.sha256" ]; then
@@ -16,11 +35,11 @@ token_file=$(mktemp)
 trap 'rm -f "$token_file"' EXIT
 chmod 0600 "$token_file"
 cat > "$token_file"   # HF_TOKEN=… arrives on stdin, never in argv
-log downloading nvidia/Qwen3.5-397B-A17B-NVFP4@0000000000000000000000000000000000000000 "(progress below)"
+log downloading nvidia/Qwen3.5-397B-A17B-NVFP4@0000000000000000000000000000000000000000
 docker run --rm --network host -v "$staging":/dest --env-file "$token_file" \
   --entrypoint python3 lmsysorg/sglang:dev-cu13 -c \
   'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/dest")' \
-  nvidia/Qwen3.5-397B-A17B-NVFP4 0000000000000000000000000000000000000000 >&2
+  nvidia/Qwen3.5-397B-A17B-NVFP4 0000000000000000000000000000000000000000 2>&1 | progress
 rm -rf "$staging/.cache"
 log "hashing files for the manifest"
 # Written beside the directory, not in it, so that the manifest never lists itself.
