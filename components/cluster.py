@@ -7,6 +7,7 @@ from typing import Sequence
 
 import pulumi
 
+from . import types
 from .config.schema import DockerRun, FabricSpec, RaySpec
 from .containers import docker_args
 from .fabric import fabric_environment
@@ -28,7 +29,7 @@ class RayCluster(pulumi.ComponentResource):
                  image_id: pulumi.Input[str], fabric: FabricSpec,
                  ray: RaySpec, docker: DockerRun, state_dir: str, mounts: Sequence[str] = (),
                  depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:cluster:RayCluster", name, None, opts)
+        super().__init__(types.RAY_CLUSTER, name, None, opts)
         self.head = head
         self.head_address = str(head.spec.fabric_address)
         self.address = f"{self.head_address}:{ray.port}"

@@ -9,6 +9,7 @@ from typing import Sequence
 
 import pulumi
 
+from . import types
 from .cluster import RayCluster
 from .config.schema import DeploymentSpec, DockerRun, FabricSpec
 from .containers import docker_args
@@ -30,7 +31,7 @@ class Deployment(pulumi.ComponentResource):
                  model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
                  api_key: pulumi.Output[str] | None, depends_on: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:deployment:Deployment", spec.name, None, opts)
+        super().__init__(types.DEPLOYMENT, spec.name, None, opts)
         self.spec = spec
         head = nodes[0]
         unit_name = f"bws-{spec.name}.service"

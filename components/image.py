@@ -8,6 +8,7 @@ from typing import Sequence
 
 import pulumi
 
+from . import types
 from .config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
 from .node import Node
 from .observe import ImageCopied, ImagePresent
@@ -36,7 +37,7 @@ def image_tag(spec: ImageSpec) -> str:
 class ContainerImage(pulumi.ComponentResource):
     def __init__(self, spec: ImageSpec, build_node: Node, *, depends_on: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:image:ContainerImage", spec.name, None, opts)
+        super().__init__(types.CONTAINER_IMAGE, spec.name, None, opts)
         self.spec = spec
         self.tag = image_tag(spec)
         self.build_node = build_node
@@ -73,7 +74,7 @@ class ImageSync(pulumi.ComponentResource):
     def __init__(self, image: ContainerImage, peers: Sequence[Node], fabric: FabricSpec | None,
                  opts: pulumi.ResourceOptions | None = None):
         name = f"{image.spec.name}-sync"
-        super().__init__("blackwell:image:ImageSync", name, None, opts)
+        super().__init__(types.IMAGE_SYNC, name, None, opts)
         self.copies = {}
         for peer in peers:
             values = dict(tag=image.tag, **peer_values(image.build_node, peer, fabric))

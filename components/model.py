@@ -10,6 +10,7 @@ from typing import Sequence
 
 import pulumi
 
+from . import types
 from .config.schema import FabricSpec, ModelSpec
 from .image import over, peer_values
 from .node import Node
@@ -29,7 +30,7 @@ class ModelCache(pulumi.ComponentResource):
     def __init__(self, spec: ModelSpec, fetch_node: Node, peers: Sequence[Node], fabric: FabricSpec | None,
                  *, downloader_image: str, hf_token: pulumi.Output[str] | None = None,
                  depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:model:ModelCache", spec.name, None, opts)
+        super().__init__(types.MODEL_CACHE, spec.name, None, opts)
         self.spec = spec
         self.path, staging = cache_paths(spec)
         common = dict(model_name=spec.name, final_dir=self.path, staging_dir=staging)

@@ -9,13 +9,14 @@ from pathlib import Path
 
 import pulumi
 
+from . import types
 from .config.schema import NodeSpec
 from .steps import StepInfo
 
 
 class Node(pulumi.ComponentResource):
     def __init__(self, spec: NodeSpec, private_key: str | None, opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:node:Node", spec.name, None, opts)
+        super().__init__(types.NODE, spec.name, None, opts)
         self.spec = spec
         self.name = spec.name
         # What a step needs to reach this node (the key kept a secret in the state). Without a

@@ -7,6 +7,7 @@ from typing import Sequence
 
 import pulumi
 
+from . import types
 from .node import Node
 from .observe import UnitKept, UnitRetired
 from .remote import run
@@ -18,7 +19,7 @@ class RetiredService(pulumi.ComponentResource):
     def __init__(self, node: Node, unit: str, state_dir: str, opts: pulumi.ResourceOptions | None = None,
                  depends_on: Sequence[pulumi.Resource] = ()):
         name = f"{node.name}-{unit.removesuffix('.service')}"
-        super().__init__("blackwell:services:RetiredService", name, None, opts)
+        super().__init__(types.RETIRED_SERVICE, name, None, opts)
         values = dict(unit=unit, state_dir=state_dir)
         self.command = run(f"{name}-retire", node, parent=self, depends_on=depends_on,
                            step=StepInfo(node.name, "retire", do=f"Stop and disable {unit} on {node.name}",
@@ -32,7 +33,7 @@ class RetiredService(pulumi.ComponentResource):
 class KeptService(pulumi.ComponentResource):
     def __init__(self, node: Node, unit: str, opts: pulumi.ResourceOptions | None = None):
         name = f"{node.name}-{unit.removesuffix('.service')}"
-        super().__init__("blackwell:services:KeptService", name, None, opts)
+        super().__init__(types.KEPT_SERVICE, name, None, opts)
         self.command = run(f"{name}-check", node, parent=self,
                            step=StepInfo(node.name, "verify", priority="normal",
                                          do=f"Check that {unit} stays up on {node.name} (never touched)",

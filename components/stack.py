@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pulumi
 
+from . import types
 from .cluster import RayCluster
 from .config.schema import StackSpec
 from .deployment import Deployment
@@ -24,7 +25,7 @@ from .services import KeptService, RetiredService
 class ServingStack(pulumi.ComponentResource):
     def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None, *,
                  observe: bool = False, prober: Prober | None = None):
-        super().__init__("blackwell:stack:ServingStack", name, None, opts)
+        super().__init__(types.SERVING_STACK, name, None, opts)
         child = pulumi.ResourceOptions(parent=self)
         self.nodes = {n.name: Node(n, self._private_key(i, n), child) for i, n in enumerate(spec.nodes)}
         # Every step states what it expects on its node; once all are built, each node is probed

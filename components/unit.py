@@ -7,6 +7,7 @@ from typing import Sequence
 
 import pulumi
 
+from . import types
 from .node import Node
 from .observe import UnitRunning
 from .remote import run
@@ -21,7 +22,7 @@ class SystemdUnit(pulumi.ComponentResource):
                  env_file: str | None = None, env_text: pulumi.Input[str] | None = None,
                  must_stay_up: bool = True, step: StepInfo | None = None, depends_on: Sequence[pulumi.Resource] = (),
                  triggers: Sequence[pulumi.Input] = (), opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:unit:SystemdUnit", name, None, opts)
+        super().__init__(types.SYSTEMD_UNIT, name, None, opts)
         if UNIT_DELIMITER in unit_text:
             raise ValueError(f"unit {unit_name}: its text may not contain {UNIT_DELIMITER}")
         self.node = node

@@ -10,6 +10,7 @@ from typing import Sequence
 
 import pulumi
 
+from .. import types
 from ..config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
 from ..containers import docker_args
 from ..fabric import fabric_environment
@@ -62,7 +63,7 @@ class FabricBandwidth(pulumi.ComponentResource):
     def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], fabric: FabricSpec, *, image: str,
                  image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:preflight:FabricBandwidth", f"{spec.name}-bandwidth", None, opts)
+        super().__init__(types.FABRIC_BANDWIDTH, f"{spec.name}-bandwidth", None, opts)
         check, head = fabric.bandwidth_check, nodes[0]
         bound = time_bound_s(check)
         peers = [dict(rank=r, container=container(spec.name, r),

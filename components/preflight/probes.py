@@ -8,6 +8,7 @@ from typing import Sequence
 
 import pulumi
 
+from .. import types
 from ..config.schema import FabricSpec
 from ..node import Node
 from ..observe import FabricUp
@@ -31,7 +32,7 @@ class EngineProbe(pulumi.ComponentResource):
     def __init__(self, deployment: str, engine: str, head: Node, image: str, model_dir: str, *,
                  image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
                  opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:preflight:EngineProbe", f"{deployment}-preflight", None, opts)
+        super().__init__(types.ENGINE_PROBE, f"{deployment}-preflight", None, opts)
         self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
                            step=StepInfo(head.name, "preflight",
                                          do=f"Preflight: the engine image of {deployment} knows its model "
@@ -49,7 +50,7 @@ class FabricCheck(pulumi.ComponentResource):
 
     def __init__(self, node: Node, fabric: FabricSpec, peers: Sequence[Node],
                  opts: pulumi.ResourceOptions | None = None):
-        super().__init__("blackwell:preflight:FabricCheck", f"{node.name}-fabric", None, opts)
+        super().__init__(types.FABRIC_CHECK, f"{node.name}-fabric", None, opts)
         self.command = run(f"{node.name}-fabric-check", node, parent=self,
                            step=StepInfo(node.name, "preflight",
                                          do=f"Preflight: the fabric link of {node.name} is up "

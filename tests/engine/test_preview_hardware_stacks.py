@@ -3,6 +3,8 @@ although spark-duo's and rtxpro-quad's nodes cannot be reached, and list the pen
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from components.remote import read_script
 from tests.engine.conftest import preview_json, pulumi
 
@@ -45,6 +47,14 @@ def test_spark_duo_preview_lists_the_deployment(project):
     assert steps["vllm-qwen35-build"]["newState"]["inputs"]["connection"] == "[secret]"
     assert "BWS_STEP='vllm-qwen35-build on spark-1a32'" in steps["vllm-qwen35-build"]["newState"]["inputs"]["create"]
     assert "on spark-5be3'" in steps["spark-5be3-vllm-embeddings-check"]["newState"]["inputs"]["create"]
+
+
+def test_the_engine_gives_the_pinned_urns(project):
+    """The golden URN lists (tests/unit/test_state_contract.py) are what the real engine plans."""
+    golden = Path(__file__).resolve().parents[1] / "unit" / "golden" / "urns-spark-duo.txt"
+    planned = {s["urn"] for s in preview_json(project, "spark-duo", OFFLINE)["steps"]
+               if "::pulumi:pulumi:Stack::" not in s["urn"] and "::pulumi:providers:" not in s["urn"]}
+    assert planned == set(golden.read_text().splitlines())
 
 
 def test_rtxpro_quad_preview_lists_the_deployment(project):

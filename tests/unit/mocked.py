@@ -15,6 +15,7 @@ REPO = Path(__file__).resolve().parents[2]
 COMMAND = "command:remote:Command"
 LOCAL_COMMAND = "command:local:Command"
 STEP_TYPES = (COMMAND, LOCAL_COMMAND)
+ROOT_STACK = "pulumi:pulumi:Stack"
 STACKS = sorted(p.name.removeprefix("Pulumi.").removesuffix(".yaml") for p in (REPO / "stacks").glob("Pulumi.*.yaml"))
 
 
@@ -33,6 +34,7 @@ class Recorder(pulumi.runtime.Mocks):
 
     def __init__(self):
         self.resources: dict[str, Registered] = {}
+        self.mock_urns: dict[str, tuple[str, str, str | None]] = {}  # mock URN → (type, name, parent)
         self._requests: dict[tuple[str, str], tuple[str | None, list[str]]] = {}
 
     def watch(self, monitor) -> None:
@@ -40,7 +42,9 @@ class Recorder(pulumi.runtime.Mocks):
 
         def recording(request):
             self._requests[(request.type, request.name)] = (request.parent or None, list(request.dependencies))
-            return register(request)
+            response = register(request)
+            self.mock_urns[response.urn] = (request.type, request.name, request.parent or None)
+            return response
         monitor.RegisterResource = recording
 
     def new_resource(self, args: pulumi.runtime.MockResourceArgs):
@@ -51,6 +55,17 @@ class Recorder(pulumi.runtime.Mocks):
             outputs.setdefault("stdout", "image-id=sha256:mock\n")
             outputs.setdefault("stderr", "")
         return f"{args.name}-id", outputs
+
+    def urns(self, stack: str, project: str) -> list[str]:
+        """The URNs the real engine gives our resources: the whole type chain of their parents
+        below the root stack (the mock monitor keeps only the parent's own type)."""
+        def chain(urn: str | None) -> list[str]:
+            if urn is None or urn not in self.mock_urns:
+                return []
+            typ, _, parent = self.mock_urns[urn]
+            return [] if typ == ROOT_STACK else chain(parent) + [typ]
+        return [f"urn:pulumi:{stack}::{project}::{'$'.join(chain(urn))}::{name}"
+                for urn, (typ, name, _) in self.mock_urns.items() if typ != ROOT_STACK]
 
     def call(self, args: pulumi.runtime.MockCallArgs):
         return {}
