@@ -90,6 +90,9 @@ def main(argv: list[str] | None = None) -> int:
         errors = ErrorCollector()
         try:
             events, plan, previous = engine.preview(args.stack, args.work_dir, on_event=errors)
+        except engine.NoSuchStack as err:
+            print(str(err), file=sys.stderr)
+            return 1
         except Exception as err:  # CommandError and friends: show the engine's words, not ours
             print(f"preview of stack {args.stack} failed:\n{errors.explain(err)}", file=sys.stderr)
             return 1

@@ -35,9 +35,19 @@ def wire(obj: Any) -> Any:
     return obj
 
 
+class NoSuchStack(Exception):
+    """The stack has a config file but was never created in this backend."""
+
+
 def select(stack: str, work_dir: Path = REPO):
     from pulumi import automation as auto
-    return auto.select_stack(stack_name=stack, work_dir=str(work_dir))
+    try:
+        return auto.select_stack(stack_name=stack, work_dir=str(work_dir))
+    except auto.StackNotFoundError:
+        raise NoSuchStack(
+            f"no stack named {stack!r} in this backend ({os.environ.get('PULUMI_BACKEND_URL', '?')}); "
+            f"create it first (it keeps its config in stacks/Pulumi.{stack}.yaml and contacts no node):\n"
+            f"  source scripts/env.sh && pulumi stack init {stack}") from None
 
 
 def preview(stack: str, work_dir: Path = REPO, on_event: Callable[[dict], None] | None = None

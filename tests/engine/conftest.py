@@ -15,21 +15,30 @@ REPO = Path(__file__).resolve().parents[2]
 PROJECT_FILES = ["Pulumi.yaml", "__main__.py", "components", "templates", "stacks"]
 
 
+def forget_operator_salt(stack_file: Path) -> None:
+    """`pulumi stack init` on an operator's machine writes the salt of their passphrase into the
+    stack file; a test's stack has its own passphrase, so its copy starts without one."""
+    lines = stack_file.read_text().splitlines(keepends=True)
+    stack_file.write_text("".join(ln for ln in lines if not ln.startswith("encryptionsalt:")))
+
+
 def engine_available() -> bool:
     return shutil.which("pulumi") is not None and shutil.which("pulumi-language-python") is not None
 
 
-def copy_project(tmp_path: Path) -> Path:
+def copy_project(tmp_path: Path, source: Path = REPO) -> Path:
     """tmp_path/project: the program, its templates and stacks, with its own empty file backend
     beside it (tmp_path/backend); the virtualenv and tests/ (the lab's keys) are links."""
     copy = tmp_path / "project"
     copy.mkdir()
     for name in PROJECT_FILES:
-        src = REPO / name
+        src = source / name
         if src.is_dir():
             shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(src, copy / name)
+    for stack_file in (copy / "stacks").glob("Pulumi.*.yaml"):
+        forget_operator_salt(stack_file)
     (copy / ".venv").symlink_to(REPO / ".venv")
     (copy / "tests").symlink_to(REPO / "tests")
     (tmp_path / "backend").mkdir()

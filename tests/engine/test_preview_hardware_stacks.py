@@ -6,7 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from components.remote import read_script
-from tests.engine.conftest import preview_json, pulumi
+from tests.engine.conftest import copy_project, preview_json, pulumi
 
 OFFLINE = {"BLACKWELL_SERVING_OFFLINE": "1"}
 
@@ -81,3 +81,16 @@ def test_bad_config_is_one_clear_message(project):
     assert "stacks/Pulumi.rtxpro-quad.yaml" in out
     assert "blackwell-serving:deployments[0].tensor_parallel" in out
     assert "Traceback" not in out
+
+
+def test_an_operators_own_stack_init_does_not_break_the_tests(tmp_path):
+    """`pulumi stack init spark-duo` in a checkout writes the operator's salt into the committed
+    stack file; the tests work on copies that forget it, so their own passphrase still works."""
+    (tmp_path / "operator").mkdir()
+    (tmp_path / "tests").mkdir()
+    operator = copy_project(tmp_path / "operator")
+    init = pulumi(operator, "stack", "init", "spark-duo", env={"PULUMI_CONFIG_PASSPHRASE": "the-operators-own"})
+    assert init.returncode == 0, init.stderr
+    assert "encryptionsalt:" in (operator / "stacks" / "Pulumi.spark-duo.yaml").read_text()
+    copy = copy_project(tmp_path / "tests", source=operator)
+    assert preview_json(copy, "spark-duo", OFFLINE)["steps"]
