@@ -16,7 +16,7 @@ from components.config import ConfigError, load_stack_file
 
 from . import engine
 from .live import LiveTodo
-from ..steps import index
+from ..steps import STEPS_OUTPUT
 from .plan import build_items, declared_steps, step_metadata, urn_name
 from .views import FORMATS, render
 
@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.events:
         events = json.loads(args.events.read_text())
         plan = json.loads(args.plan.read_text()) if args.plan else None
-        steps = index(json.loads(args.steps.read_text())) if args.steps else {}
+        # Recorded events carry the preview's own stack output; a steps file adds the last up's.
+        steps = declared_steps(events, {STEPS_OUTPUT: json.loads(args.steps.read_text())} if args.steps else None)
     else:
         problem = engine.engine_env_ok()
         if problem:

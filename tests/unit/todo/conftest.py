@@ -5,7 +5,6 @@ from pathlib import Path
 import pytest
 
 from components.config import load_stack_file
-from components.todo.plan import build_items, step_metadata
 
 from . import fixtures
 
@@ -20,4 +19,4 @@ def lab_spec():
 @pytest.fixture
 def lab_items(lab_spec):
     """The todo items of the lab's first preview (everything to create)."""
-    return build_items(step_metadata(fixtures.first_preview_events()), fixtures.plan(), lab_spec)
+    return fixtures.todo(fixtures.first_preview_events(), fixtures.plan(), lab_spec)

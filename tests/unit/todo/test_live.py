@@ -1,21 +1,25 @@
-"""Following an `up`: recorded engine events → status transitions, progress lines, summary."""
+"""Following an `up`: recorded engine events → status transitions, the steps' output lines,
+summary."""
 
 from __future__ import annotations
 
 import itertools
 
 from components.todo.live import LiveTodo
+from components.todo.plan import declared_steps
 
 from . import fixtures
 
 
 def pre(name: str, op: str = "create") -> dict:
-    return {"resourcePreEvent": {"metadata": {"op": op, "urn": fixtures.command_urn(name), "type": "command:remote:Command",
-                                              "new": fixtures.command_state(name)}}}
+    md = {"op": op, "urn": fixtures.command_urn(name), "type": fixtures.command_type(name)}
+    md["old" if op == "delete" else "new"] = fixtures.command_state(name)
+    return {"resourcePreEvent": {"metadata": md}}
 
 
 def done(name: str) -> dict:
-    return {"resOutputsEvent": {"metadata": {"op": "create", "urn": fixtures.command_urn(name)}}}
+    return {"resOutputsEvent": {"metadata": {"op": "create", "urn": fixtures.command_urn(name),
+                                             "type": fixtures.command_type(name)}}}
 
 
 def failed(name: str) -> dict:
@@ -55,26 +59,34 @@ def test_one_line_per_transition_with_stamp_number_and_node(lab_items):
     live = live_for(lab_items)
     lines = feed(live, [pre("tiny-to-lab-2"), done("tiny-to-lab-2")])
     assert lines == [
-        "12:00:00  [~]  6. Copy model tiny to lab-2 over the fabric [lab-1]  pending -> in_progress",
-        "12:00:00  [x]  6. Copy model tiny to lab-2 over the fabric [lab-1]  in_progress -> completed",
+        "12:00:00  [~]  9. Copy model tiny to lab-2 over the fabric [lab-1]  pending -> in_progress",
+        "12:00:00  [x]  9. Copy model tiny to lab-2 over the fabric [lab-1]  in_progress -> completed",
     ]
 
 
-def test_same_steps_components_and_repeats_print_nothing(lab_items):
+def test_a_local_step_moves_like_a_remote_one(lab_items):
+    live = live_for(lab_items)
+    assert feed(live, [pre("tiny-upload"), done("tiny-upload")])[-1] == (
+        "12:00:00  [x]  5. Upload model tiny from this machine to lab-1 [lab-1]  in_progress -> completed")
+
+
+def test_same_steps_components_the_stack_and_repeats_print_nothing(lab_items):
     live = live_for(lab_items)
     comp = {"resourcePreEvent": {"metadata": {"op": "create", "urn": fixtures.component_urn("tiny-ray"),
                                               "type": "blackwell:cluster:RayCluster",
                                               "new": fixtures.component_state("tiny-ray")}}}
-    assert feed(live, [pre("tiny-health", op="same"), comp, {"summaryEvent": {}}, {"preludeEvent": {}}]) == []
+    stack = fixtures.stack_outputs_event(fixtures.step_records())
+    assert feed(live, [pre("tiny-health", op="same"), comp, stack, {"summaryEvent": {}}, {"preludeEvent": {}}]) == []
     assert feed(live, [pre("tiny-fetch")]) != []
     assert feed(live, [pre("tiny-fetch")]) == []
+    assert {i.status for i in live.items if i.id != "tiny-fetch"} == {"pending"}
 
 
 def test_a_listed_item_the_up_found_already_done_is_completed(lab_items):
     # The preview listed it; by the time of `up` it was the same: its outputs arrive without work.
     live = live_for(lab_items)
     lines = feed(live, [pre("tiny-health", op="same"), done("tiny-health"), pre("tiny-health")])
-    assert lines == ["12:00:00  [x] 11. Health gate: a real chat completion from tiny [lab-1]  pending -> completed"]
+    assert lines == ["12:00:00  [x] 14. Health gate: a real chat completion from tiny [lab-1]  pending -> completed"]
 
 
 def test_a_failed_item_is_not_marked_completed_afterwards(lab_items):
@@ -83,51 +95,52 @@ def test_a_failed_item_is_not_marked_completed_afterwards(lab_items):
     assert live.by_urn[fixtures.command_urn("tiny-fetch")].status == "failed"
 
 
-def test_tagged_script_lines_are_progress_other_output_is_quiet(lab_items):
+def test_an_items_output_is_shown_line_by_line_under_its_number(lab_items):
+    # The scripts already keep their stderr to progress; each line of it is shown, without
+    # colour codes, a carriage return starting a new line, blank lines dropped.
     live = live_for(lab_items)
     lines = feed(live, [
-        diag("tiny-to-lab-2", "[blackwell model tiny -> lab-2] copying 1.2G over the fabric\n"),
-        diag("tiny-to-lab-2", "sending incremental file list\n"),
-        diag("tiny-to-lab-2", "<{%reset%}>[blackwell model tiny -> lab-2] copied and verified<{%reset%}>\n"),
+        diag("tiny-to-lab-2", "[blackwell tiny-to-lab-2 on lab-1] copying 1.2G over the fabric\n", "info#err"),
+        diag("tiny-to-lab-2", "<{%reset%}>  10%   95.00MB/s\r  20%   96.00MB/s<{%reset%}>\n\n"),
+        diag("vllm-lab-build", "\x1b[1m#5 [2/3] RUN pip install 'transformers>=5'\x1b[0m\n"),
     ])
-    assert lines == ["12:00:00       6. [model tiny -> lab-2] copying 1.2G over the fabric",
-                     "12:00:00       6. [model tiny -> lab-2] copied and verified"]
+    assert lines == ["12:00:00       9. [blackwell tiny-to-lab-2 on lab-1] copying 1.2G over the fabric",
+                     "12:00:00       9. 10%   95.00MB/s",
+                     "12:00:00       9. 20%   96.00MB/s",
+                     "12:00:00       3. #5 [2/3] RUN pip install 'transformers>=5'"]
 
 
-def test_rsync_progress_is_shown_once_per_tenth(lab_items):
-    live = live_for(lab_items)
-    chunks = "\r".join(f"  {n * 10_000_000:,}  {p}%   95.00MB/s    0:00:{p % 60:02d}"
-                       for n, p in enumerate([0, 3, 9, 10, 14, 25, 26, 99, 100]))
-    lines = feed(live, [diag("tiny-to-lab-2", chunks)])
-    shown = [ln.split()[3] for ln in lines]
-    assert shown == ["0%", "10%", "25%", "99%", "100%"]
-
-
-def test_docker_load_and_build_steps_are_progress(lab_items):
-    live = live_for(lab_items)
-    lines = feed(live, [diag("vllm-lab-sync-lab-2", "Loaded image: blackwell-serving/vllm-lab:0a1b2c3d4e5f\n"),
-                        diag("vllm-lab-build", "#5 [2/3] RUN pip install 'transformers>=5'\n#5 0.512 Collecting x\n")])
-    assert lines == ["12:00:00       3. Loaded image: blackwell-serving/vllm-lab:0a1b2c3d4e5f",
-                     "12:00:00       2. #5 [2/3] RUN pip install 'transformers>=5'"]
-
-
-def test_warnings_and_errors_always_show_verbose_shows_the_rest(lab_items):
+def test_warnings_and_errors_always_show_verbose_shows_the_engines_other_messages(lab_items):
     quiet = live_for(lab_items)
     assert feed(quiet, [diag(None, "node lab-1: private key not found", "warning")]) == [
         "12:00:00      warning: node lab-1: private key not found"]
-    assert feed(quiet, [diag("tiny-health", "waiting for /health", "info#err")]) == []
+    assert feed(quiet, [diag("tiny-health", "Process exited with status 1\n", "error")]) == [
+        "12:00:00      14. error: Process exited with status 1"]
+    assert feed(quiet, [diag(None, "resource plugin command is starting")]) == []
     loud = live_for(lab_items, verbose=True)
-    assert feed(loud, [diag("tiny-health", "waiting for /health", "info#err")]) == [
-        "12:00:00      11. waiting for /health"]
+    assert feed(loud, [diag(None, "resource plugin command is starting")]) == [
+        "12:00:00      resource plugin command is starting"]
+    assert feed(loud, [diag(None, "grpc: dialing", "debug")]) == []
 
 
 def test_a_step_the_preview_did_not_list_becomes_a_new_item(lab_items):
     items = [i for i in lab_items if i.id != "tiny-health"]
-    live = live_for(items)
+    live = live_for(items, steps=declared_steps(fixtures.first_preview_events()))
     lines = feed(live, [pre("tiny-health")])
-    assert lines[0] == "12:00:00  + new item 12: Health gate: a real chat completion from tiny (create)"
-    assert lines[1].endswith("pending -> in_progress")
-    assert live.items[-1].id == "tiny-health"
+    assert lines[0] == "12:00:00  + new item 15: Health gate: a real chat completion from tiny (create)"
+    assert lines[1] == ("12:00:00  [~] 15. Health gate: a real chat completion from tiny [lab-1]  "
+                        "pending -> in_progress")
+    assert (live.items[-1].id, live.items[-1].node, live.items[-1].phase) == ("tiny-health", "lab-1", "verify")
+
+
+def test_a_new_deletion_is_described_by_the_last_ups_record_and_an_undeclared_step_by_its_name(lab_items):
+    previous = fixtures.previous_outputs(["tiny-to-lab-2"])
+    live = live_for([i for i in lab_items if i.id not in ("tiny-to-lab-2", "tiny-health")],
+                    steps=declared_steps([], previous))
+    lines = feed(live, [pre("tiny-to-lab-2", op="delete"), pre("tiny-health")])
+    assert lines[0] == "12:00:00  + new item 14: Remove model tiny from lab-2 (delete)"
+    assert lines[2] == "12:00:00  + new item 15: Run tiny-health (create)"
+    assert [(i.priority, i.node) for i in live.items[-2:]] == [("normal", "lab-1"), ("high", None)]
 
 
 def test_summary_counts_every_status(lab_items):
@@ -136,15 +149,14 @@ def test_summary_counts_every_status(lab_items):
                 pre("tiny-upload")])
     text = live.summary("error: update failed")
     first = text.splitlines()[0]
-    assert first.startswith("12:00:00  up failed: 12 items, 1 completed, 1 failed, 1 interrupted, 9 not reached in ")
-    assert "  failed: 2. Build image vllm-lab on lab-1 (transformers>=5) [lab-1]" in text
+    assert first.startswith("12:00:00  up failed: 15 items, 1 completed, 1 failed, 1 interrupted, 12 not reached in ")
+    assert "  failed: 3. Build image vllm-lab on lab-1 (transformers>=5) [lab-1]" in text
     assert text.splitlines()[-1] == "  engine: error: update failed"
 
 
 def test_a_clean_run_ends_finished(lab_items):
     live = live_for(lab_items)
     for item in lab_items:
-        name = item.id
-        feed(live, [pre(name), done(name)])
-    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 12, "failed": 0}
-    assert live.summary().split("  ", 1)[1].startswith("up finished: 12 items, 12 completed, 0 failed in ")
+        feed(live, [pre(item.id), done(item.id)])
+    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 15, "failed": 0}
+    assert live.summary().split("  ", 1)[1].startswith("up finished: 15 items, 15 completed, 0 failed in ")
