@@ -19,6 +19,12 @@ def _unique(items, what: str, problems: list[str]) -> set[str]:
 
 
 def check_references(spec: "StackSpec") -> None:
+    problems = reference_problems(spec)
+    if problems:
+        raise ValueError("\n".join(problems))
+
+
+def reference_problems(spec: "StackSpec") -> list[str]:
     problems: list[str] = []
     nodes = _unique(spec.nodes, "nodes", problems)
     images = _unique(spec.images, "images", problems)
@@ -78,6 +84,4 @@ def check_references(spec: "StackSpec") -> None:
     for i, k in enumerate(spec.keep):
         if (k.node, k.unit) in retired:
             problems.append(f"keep[{i}]: '{k.unit}' on '{k.node}' is also retired; fix: remove it from one list")
-
-    if problems:
-        raise ValueError("\n".join(problems))
+    return problems

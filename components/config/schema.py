@@ -15,7 +15,7 @@ import re
 import struct
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
 # A name that becomes part of a unit, container, image or path name.
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}$")]
@@ -23,9 +23,26 @@ Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}$")]
 UnitName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9@._:-]{0,120}\.(service|socket|timer|target)$")]
 # A Linux network interface name.
 NetDev = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")]
+
+
+def _plain_path(value: str) -> str:
+    """A path without `..` components (no way out of the directory it names) and without a
+    component longer than a file name may be."""
+    parts = value.split("/")
+    if ".." in parts:
+        raise ValueError("'..' is not allowed in a path; fix: write the path without '..' (resolve it by hand)")
+    if any(len(p) > 255 for p in parts):
+        raise ValueError("a path component is longer than 255 characters; fix: use a shorter path")
+    return value
+
+
 # An absolute path on a node, without characters that need quoting anywhere (units included).
-NodePath = Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$")]
+NodePath = Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$", max_length=1024), AfterValidator(_plain_path)]
+# A path on the operator's machine (relative to the project, or starting with ~).
+LocalPath = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_plain_path)]
 HostName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")]
+# A Pulumi config key of this project's namespace (blackwell-serving:KEY) that holds a secret.
+ConfigKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
 # An image reference: [registry[:port]/]repo[:tag][@digest]
 ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._:/@-]{0,254}$")]
 EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
@@ -53,16 +70,20 @@ OneLine = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$")]
 
 
 class Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    # Unknown keys are errors, numbers are finite (an .inf memory would overflow the fit check),
+    # and no string is longer than a unit's line should be.
+    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, str_max_length=4096)
 
 
 class SecretRef(Strict):
     """Where a secret comes from. Its value becomes a Pulumi secret and reaches nodes only in
     root-only EnvironmentFiles, never in argv, logs or plain state."""
 
-    config: str | None = Field(None, description="a Pulumi secret config key of this stack (pulumi config set --secret KEY)")
+    config: ConfigKey | None = Field(
+        None, description="a secret config key of this stack, set with "
+                          "`pulumi config set --secret blackwell-serving:KEY VALUE` (its value must be `secure:`)")
     env: EnvName | None = Field(None, description="an environment variable of the operator's shell")
-    file: str | None = Field(None, description="a file on the operator's machine (first line is used)")
+    file: LocalPath | None = Field(None, description="a file on the operator's machine (first line is used)")
 
     @model_validator(mode="after")
     def _exactly_one(self):
@@ -73,14 +94,16 @@ class SecretRef(Strict):
 
 
 class SshSpec(Strict):
-    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = "root"
-    port: int = Field(22, ge=1, le=65535)
-    private_key_path: str | None = Field(
+    user: Annotated[str, Field(pattern=r"^[a-z_][a-z0-9_-]{0,31}$")] = Field(
+        "root", description="the login user on the node (root: the steps manage systemd units and Docker)")
+    port: int = Field(22, ge=1, le=65535, description="the node's SSH port")
+    private_key_path: LocalPath | None = Field(
         None, description="private key on the operator's machine; read at run time, kept as a Pulumi secret")
-    private_key: SecretRef | None = None
+    private_key: SecretRef | None = Field(
+        None, description="the private key as a secret reference instead of a path (a whole PEM file)")
     host_key: str = Field(description="the node's pinned SSH host public key: `ssh-keyscan -t ed25519 HOST`, "
                                       "the 'TYPE BASE64' part")
-    connect_timeout_s: int = Field(10, ge=1, le=300)
+    connect_timeout_s: int = Field(10, ge=1, le=300, description="seconds to wait for the SSH connection")
 
     @field_validator("host_key")
     @classmethod
@@ -100,17 +123,17 @@ class SshSpec(Strict):
 
 class GpuSpec(Strict):
     kind: Literal["gb10", "rtx-pro-6000", "cpu"] = Field(description="gb10 (DGX Spark), rtx-pro-6000, or cpu (the lab)")
-    count: int = Field(1, ge=1, le=16)
+    count: int = Field(1, ge=1, le=16, description="GPUs in the node (cpu: 1)")
     memory_gb: float = Field(description="usable memory per GPU in GB (GB10: ~120 of 128 unified; RTX PRO 6000: 96)",
-                             gt=0)
+                             gt=0, le=4096)
 
 
 class NodeSpec(Strict):
-    name: Name
+    name: Name = Field(description="the node's name in this stack (used in resource names)")
     host: HostName = Field(description="management host name or address the operator's machine reaches by SSH")
-    ssh: SshSpec
-    arch: Literal["arm64", "amd64"]
-    gpu: GpuSpec
+    ssh: SshSpec = Field(description="how the operator's machine logs in to the node")
+    arch: Literal["arm64", "amd64"] = Field(description="CPU architecture (DGX Spark: arm64); images are built per arch")
+    gpu: GpuSpec = Field(description="the node's accelerators")
     fabric_address: ipaddress.IPv4Address | None = Field(
         None, description="this node's address on the fabric (RoCE) network; required for multi-node")
 
@@ -125,7 +148,7 @@ class BandwidthCheck(Strict):
     port: int = Field(29555, ge=1024, le=65535,
                       description="TCP port on the head's fabric address where the ranks meet (MASTER_PORT)")
     min_bus_gbps: float | None = Field(
-        None, gt=0, description="fail the preflight below this bus bandwidth, in Gbit/s (nccl-tests' busbw × 8); "
+        None, gt=0, le=100000, description="fail the preflight below this bus bandwidth, in Gbit/s (nccl-tests' busbw × 8); "
                                 "absent: only record it")
 
 
@@ -138,8 +161,8 @@ class FabricSpec(Strict):
     hcas: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]] = Field(
         default_factory=list, description="RDMA HCAs for NCCL_IB_HCA; list both PCIe twins of a port for full bandwidth")
     gid_index: int = Field(3, ge=0, le=255, description="NCCL_IB_GID_INDEX; 3 selects RoCEv2 on ConnectX")
-    mtu: int = Field(9000, ge=1280, le=9216)
-    prefix_len: int = Field(24, ge=8, le=30)
+    mtu: int = Field(9000, ge=1280, le=9216, description="the fabric netdev's MTU (jumbo frames: 9000)")
+    prefix_len: int = Field(24, ge=8, le=30, description="prefix length of the fabric addresses")
     peer_key: NodePath = Field(DEFAULT_PEER_KEY,
                                description="key on each node that logs in to its peers over the fabric (node→node copies)")
     infiniband_device: bool = Field(True, description="pass /dev/infiniband and IPC_LOCK to engine containers")
@@ -150,7 +173,7 @@ class FabricSpec(Strict):
 
 
 class ImageSpec(Strict):
-    name: Name
+    name: Name = Field(description="the image's name in this stack (deployments refer to it)")
     base: ImageRef = Field(description="the engine image to start from, as a registry pull reference")
     transformers: Annotated[str, Field(pattern=r"^(==|>=|<=|~=|>|<)?[0-9][0-9a-z.,<>=!*]*$")] | None = Field(
         None, description="pip version spec of the transformers upgrade layer, e.g. '>=5.2'")
@@ -166,23 +189,28 @@ class ModelSource(Strict):
     kind: Literal["hub", "local", "node"] = Field(
         description="hub: Hugging Face download on fetch_node; local: a directory on the operator's machine; "
                     "node: already on fetch_node at path")
-    path: str | None = Field(None, description="local: directory on the operator's machine; node: path on fetch_node")
+    path: LocalPath | None = Field(
+        None, description="local: directory on the operator's machine; node: path on fetch_node")
 
 
 class ModelSpec(Strict):
-    name: Name
-    repo: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*$")]
+    name: Name = Field(description="the model's name in this stack (deployments refer to it)")
+    repo: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,95}/[A-Za-z0-9][A-Za-z0-9._-]{0,95}$")] = Field(
+        description="Hugging Face repo id, OWNER/NAME (names the cache directory for every source kind)")
     revision: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")] = Field(
         description="for the hub: the 40-hex commit to pin (huggingface_hub.model_info(repo).sha); "
                     "otherwise a label of the content")
-    source: ModelSource = ModelSource(kind="hub")
-    cache_dir: NodePath = "/var/lib/blackwell-serving/models"
-    fetch_node: Name
-    nodes: list[Name]
-    hf_token: SecretRef | None = None
+    source: ModelSource = Field(ModelSource(kind="hub"), description="where the weights come from")
+    cache_dir: NodePath = Field("/var/lib/blackwell-serving/models",
+                                description="directory on every node that holds the model caches")
+    fetch_node: Name = Field(description="the node that downloads (or receives) the weights first")
+    nodes: list[Name] = Field(description="every node that needs the weights; they are copied there over the fabric")
+    hf_token: SecretRef | None = Field(None, description="Hugging Face token for gated repos (a secret reference)")
 
     @model_validator(mode="after")
     def _pinned(self):
+        if ".." in self.repo:
+            raise ValueError("repo: '..' is not allowed in a repo id; fix: write the Hugging Face id OWNER/NAME")
         if self.source.kind == "hub" and not GIT_SHA.fullmatch(self.revision):
             raise ValueError("revision: a hub model must be pinned to a 40-hex commit; "
                              "fix: use huggingface_hub.model_info(repo).sha")
@@ -197,33 +225,37 @@ class ModelSpec(Strict):
 class DockerRun(Strict):
     """Options of `docker run` for engine and Ray containers (defaults from the public recipes)."""
 
-    shm_size: Annotated[str, Field(pattern=r"^[0-9]+[bkmg]?$")] = "32g"
-    ipc_host: bool = True
-    gpus: bool = True
+    shm_size: Annotated[str, Field(pattern=r"^[0-9]{1,12}[bkmg]?$")] = Field(
+        "32g", description="--shm-size (NCCL and the engine's shared-memory queues)")
+    ipc_host: bool = Field(True, description="--ipc host (else a private IPC namespace with shm_size of /dev/shm)")
+    gpus: bool = Field(True, description="--gpus all (false: CPU engines, the lab)")
     init: bool = Field(True, description="an init process reaps zombie Ray workers")
-    memlock_unlimited: bool = True
-    mounts: list[Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*:/[A-Za-z0-9._/-]*(:ro)?$")]] = Field(default_factory=list)
+    memlock_unlimited: bool = Field(True, description="--ulimit memlock=-1 (RDMA registers pinned memory)")
+    mounts: list[Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*:/[A-Za-z0-9._/-]*(:ro)?$", max_length=1024),
+                           AfterValidator(_plain_path)]] = Field(
+        default_factory=list, description="extra bind mounts HOST:CONTAINER[:ro]")
 
 
 class RaySpec(Strict):
-    port: int = Field(6379, ge=1, le=65535)
-    object_store_gb: float = Field(4.0, gt=0, description="kept small: the object store competes with weights on unified memory")
-    dashboard: bool = False
-    join_timeout_s: int = Field(300, ge=10, le=3600)
+    port: int = Field(6379, ge=1, le=65535, description="the Ray head's GCS port on its fabric address")
+    object_store_gb: float = Field(4.0, gt=0, le=4096,
+                                   description="kept small: the object store competes with weights on unified memory")
+    dashboard: bool = Field(False, description="start Ray's dashboard on the head (port 8265)")
+    join_timeout_s: int = Field(300, ge=10, le=3600, description="how long to wait for every node to join the cluster")
 
 
 class HealthSpec(Strict):
     timeout_s: int = Field(1800, ge=10, le=14400, description="how long the gate waits for the engine to load")
-    prompt: Annotated[str, Field(max_length=500)] = "Say hello."
-    max_tokens: int = Field(8, ge=1, le=256)
+    prompt: Annotated[str, Field(max_length=500)] = Field("Say hello.", description="the gate's chat prompt")
+    max_tokens: int = Field(8, ge=1, le=256, description="tokens the gate's completion may generate")
 
 
 Engine = Literal["vllm", "sglang"]
 
 
 class DeploymentSpec(Strict):
-    name: Name
-    engine: Engine
+    name: Name = Field(description="the deployment's name: its unit is bws-NAME.service, its container bws-NAME")
+    engine: Engine = Field(description="vllm or sglang")
     image: Name = Field(description="an entry of images:")
     model: Name = Field(description="an entry of models:")
     nodes: list[Name] = Field(min_length=1, description="nodes it runs on; the first is the head")
@@ -239,31 +271,41 @@ class DeploymentSpec(Strict):
                            "(--distributed-executor-backend ray); 'head' keeps the cluster spanning every node "
                            "but runs the engine on the head's GPUs alone (engines whose platform cannot use Ray, "
                            "e.g. vLLM's CPU build)")
-    tensor_parallel: int = Field(1, ge=1, le=64)
-    pipeline_parallel: int = Field(1, ge=1, le=64)
-    port: int = Field(8000, ge=1, le=65535)
-    bind: ipaddress.IPv4Address = ipaddress.IPv4Address("0.0.0.0")
-    served_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")]
-    api_key: SecretRef | None = None
-    tool_call_parser: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
-    reasoning_parser: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
-    quantization: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = None
-    moe_runner_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = Field(
+    tensor_parallel: int = Field(1, ge=1, le=64, description="tensor parallel size; × pipeline_parallel = the GPUs")
+    pipeline_parallel: int = Field(1, ge=1, le=64, description="pipeline parallel size")
+    port: int = Field(8000, ge=1, le=65535,
+                      description="the OpenAI-compatible API's port on the head (1024 or above, unique on the node)")
+    bind: ipaddress.IPv4Address = Field(ipaddress.IPv4Address("0.0.0.0"), description="the API's listen address")
+    served_name: Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")] = Field(
+        description="the model name clients send (--served-model-name)")
+    api_key: SecretRef | None = Field(
+        None, description="the API key clients must send (a secret reference; never in env or extra_args)")
+    tool_call_parser: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
+        None, description="the engine's tool-call parser (e.g. qwen3_coder)")
+    reasoning_parser: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
+        None, description="the engine's reasoning parser (e.g. qwen3)")
+    quantization: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
+        None, description="--quantization (e.g. modelopt_fp4); absent: from the model's config")
+    moe_runner_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
         None, description="SGLang --moe-runner-backend (flashinfer_cutlass on sm_120: 'auto' targets sm_100)")
-    fp4_gemm_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] | None = Field(
+    fp4_gemm_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
         None, description="SGLang --fp4-gemm-backend (flashinfer_cudnn or flashinfer_cutlass on sm_120)")
     memory_fraction: float = Field(0.8, gt=0.05, le=0.95, description="gpu_memory_utilization / mem_fraction_static")
-    max_model_len: int = Field(32768, ge=16)
-    max_num_seqs: int | None = Field(None, ge=1)
-    kv_cache_dtype: Annotated[str, Field(pattern=r"^[a-z0-9_]+$")] = "auto"
+    max_model_len: int = Field(32768, ge=16, le=16_777_216, description="the longest context in tokens")
+    max_num_seqs: int | None = Field(None, ge=1, le=65536, description="the most sequences in one batch")
+    kv_cache_dtype: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")] = Field(
+        "auto", description="the KV cache's dtype (auto, fp8, ...)")
     speculative: dict[str, str | int | float | bool] | None = Field(
         None, description="vLLM --speculative-config as a mapping")
-    hierarchical_cache_ratio: float | None = Field(None, gt=0, description="SGLang --enable-hierarchical-cache --hicache-ratio")
+    hierarchical_cache_ratio: float | None = Field(None, gt=0, le=1000, description="SGLang --enable-hierarchical-cache --hicache-ratio")
     dist_port: int = Field(20000, ge=1, le=65535, description="SGLang --dist-init-addr port (native topology)")
-    extra_args: list[Annotated[OneLine, Field(max_length=512)]] = Field(default_factory=list)
-    env: dict[EnvName, Annotated[OneLine, Field(max_length=4096)]] = Field(default_factory=dict)
-    docker: DockerRun = DockerRun()
-    health: HealthSpec = HealthSpec()
+    extra_args: list[Annotated[OneLine, Field(max_length=512)]] = Field(
+        default_factory=list, description="more engine arguments, appended as given (no secrets: use api_key)")
+    env: dict[EnvName, Annotated[OneLine, Field(max_length=4096)]] = Field(
+        default_factory=dict, description="more environment of the engine container (no secrets: they would sit in "
+                                          "the unit in plain text)")
+    docker: DockerRun = Field(DockerRun(), description="options of the engine's and Ray's `docker run`")
+    health: HealthSpec = Field(HealthSpec(), description="the health gate: a real chat completion after start")
     drop_page_cache: bool = Field(False, description="drop the page cache before loading (unified memory)")
 
     @model_validator(mode="after")
@@ -277,6 +319,9 @@ class DeploymentSpec(Strict):
             raise ValueError("executor: 'head' only applies to topology 'ray'; fix: remove it")
         if self.topology == "ray" and self.engine != "vllm":
             raise ValueError("topology: 'ray' is for vLLM; fix: use topology 'native' for SGLang")
+        if self.topology == "native" and self.engine == "vllm":
+            raise ValueError("topology: vLLM runs 'single' or over 'ray', not 'native' (that is SGLang's own "
+                             "multi-node launch); fix: use topology 'ray'")
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
         # Options of one engine would be dropped silently by the other's command line.
@@ -290,21 +335,50 @@ class DeploymentSpec(Strict):
 
 
 class ServiceRef(Strict):
-    node: Name
-    unit: UnitName
+    """A foreign systemd unit on one of the nodes (never one of ours, bws-*)."""
+
+    node: Name = Field(description="the node the unit runs on")
+    unit: UnitName = Field(description="the systemd unit, with its suffix (e.g. glm.service)")
+
+    @field_validator("unit", mode="before")
+    @classmethod
+    def _not_ours(cls, v):
+        if isinstance(v, str) and v.startswith("bws-"):
+            raise ValueError("bws-* units are this project's own; fix: remove it (a deployment's unit is "
+                             "managed through deployments:)")
+        return v
+
+
+# Units whose loss cuts the node off or stops everything on it: never retired.
+PROTECTED_UNITS = ("ssh", "sshd", "docker", "containerd", "dbus")
+
+
+class RetireRef(ServiceRef):
+    """A foreign unit to stop and disable before serving, started again on destroy. Never one that
+    keeps the node reachable or runs the containers: ssh, sshd, docker, containerd, dbus, systemd-*."""
+
+    @field_validator("unit", mode="before")
+    @classmethod
+    def _retirable(cls, v):
+        if isinstance(v, str):
+            base = re.split(r"[.@]", v, maxsplit=1)[0]
+            if base in PROTECTED_UNITS or base.startswith("systemd-"):
+                raise ValueError(f"{v[:130]!r} keeps the node reachable or runs our containers and cannot be retired; "
+                                 f"fix: remove it from retire")
+        return v
 
 
 class StackSpec(Strict):
     """The whole stack config: keys under `blackwell-serving:` in stacks/Pulumi.<stack>.yaml."""
 
-    nodes: list[NodeSpec] = Field(min_length=1)
-    fabric: FabricSpec | None = None
-    images: list[ImageSpec] = Field(default_factory=list)
-    models: list[ModelSpec] = Field(default_factory=list)
-    deployments: list[DeploymentSpec] = Field(default_factory=list)
-    retire: list[ServiceRef] = Field(default_factory=list, description="foreign units stopped before serving, restored on destroy")
+    nodes: list[NodeSpec] = Field(min_length=1, description="the machines of this stack")
+    fabric: FabricSpec | None = Field(None, description="the RoCE fabric between the nodes (required for multi-node)")
+    images: list[ImageSpec] = Field(default_factory=list, description="engine images to build and place on nodes")
+    models: list[ModelSpec] = Field(default_factory=list, description="model weights to cache on nodes")
+    deployments: list[DeploymentSpec] = Field(default_factory=list, description="the engines that serve")
+    retire: list[RetireRef] = Field(default_factory=list, description="foreign units stopped before serving, restored on destroy")
     keep: list[ServiceRef] = Field(default_factory=list, description="foreign units that must stay up and are never touched")
-    ray: RaySpec = RaySpec()
+    ray: RaySpec = Field(RaySpec(), description="the Ray clusters of topology 'ray' deployments")
     state_dir: NodePath = Field("/var/lib/blackwell-serving", description="where we keep our records on each node")
     offline: bool = Field(False, description="never open a connection to a node (previews in CI of hardware stacks)")
 
@@ -319,7 +393,13 @@ class StackSpec(Strict):
 
     @model_validator(mode="after")
     def _references(self):
-        from .references import check_references
+        from .crosscheck import cross_problems
+        from .plaintext import plaintext_problems
+        from .references import reference_problems
 
-        check_references(self)
+        problems = reference_problems(self)
+        # Cross-resource checks look names up: they run once the references hold.
+        problems += (cross_problems(self) if not problems else []) + plaintext_problems(self)
+        if problems:
+            raise ValueError("\n".join(problems))
         return self
