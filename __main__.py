@@ -9,7 +9,6 @@ from components.config import ConfigError, load_from_pulumi
 from components.preflight.stack_fit import PreflightError, check_stack_fit
 from components.observe import ObserveError
 from components.stack import ServingStack
-from components.steps import STEPS_OUTPUT
 
 # The language host's "the program failed and said why" status: no further message.
 BAIL_EXIT_CODE = 32
@@ -36,7 +35,6 @@ except (ConfigError, PreflightError) as err:
     raise pulumi.RunError(str(err)) from None
 
 pulumi.export("endpoints", stack.endpoints)
-pulumi.export(STEPS_OUTPUT, stack.todo_steps())
 pulumi.export("memory_fit", {f.deployment: f.lines() for f in fits})
 for name, deployment in stack.deployments.items():
     pulumi.export(f"{name}_sample_completion", deployment.sample)

@@ -11,7 +11,7 @@ import pulumi
 
 from . import types
 from .config.schema import NodeSpec
-from .steps import StepInfo
+from .steps import STEPS_OUTPUT, StepInfo
 
 
 class Node(pulumi.ComponentResource):
@@ -33,10 +33,15 @@ class Node(pulumi.ComponentResource):
         self.probe_connection = {**self.connection, "private_key": private_key}
         # Set by the stack when the nodes are observed (components/observe); None offline.
         self.observer = None
-        # (resource, StepInfo) of every step that runs on this node or to it.
+        # (resource, StepInfo) of every step that runs on this node or to it; registered as this
+        # component's outputs once the stack is built (finish()).
         self.steps: list[tuple[pulumi.Resource, StepInfo]] = []
-        self.register_outputs({"host": spec.host, "arch": spec.arch})
 
+
+    def finish(self) -> None:
+        """Register the outputs, what each of this node's steps is among them (components/steps.py)."""
+        self.register_outputs({"host": self.spec.host, "arch": self.spec.arch,
+                               STEPS_OUTPUT: [info.record(resource.urn) for resource, info in self.steps]})
 
     def record_step(self, resource: pulumi.Resource, step: StepInfo) -> None:
         if step.node != self.name:

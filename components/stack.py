@@ -87,14 +87,12 @@ class ServingStack(pulumi.ComponentResource):
                 fabric=spec.fabric, cluster=cluster, api_key=api_key,
                 depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
 
+        for node in self.nodes.values():
+            node.finish()
         self.endpoints = {n: d.endpoint for n, d in self.deployments.items()}
         self.register_outputs({"endpoints": self.endpoints})
         if self.observer is not None:
             self.observer.observe()
-
-    def todo_steps(self) -> list[dict]:
-        """What each step is (components/steps.py), for the todo list: the STEPS_OUTPUT output."""
-        return [info.record(resource.urn) for node in self.nodes.values() for resource, info in node.steps]
 
     def _preflight(self, spec: StackSpec, image_ready: dict, child: pulumi.ResourceOptions) -> list:
         """The engine probe of each deployment (on its head, once image and model are there),

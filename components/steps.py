@@ -2,9 +2,10 @@
 creates it. The todo list (components/todo) shows these sentences; it never guesses them from
 resource names, type chains or script text.
 
-The descriptors of a stack travel as one stack output (STEPS_OUTPUT): a list of plain records
-keyed by the step's URN. A preview carries the new ones; the last `up` left the ones of steps
-that are now being deleted."""
+The descriptors travel as an output of the Node component each step runs on (STEPS_OUTPUT): a
+list of plain records keyed by the step's URN. A preview's events carry the new ones; the state
+the last `up` left holds the ones of steps that are now being deleted. (Not a stack output:
+those are printed at the end of every `pulumi up`.)"""
 
 from __future__ import annotations
 

@@ -16,8 +16,7 @@ from components.config import ConfigError, load_stack_file
 
 from . import engine
 from .live import LiveTodo
-from ..steps import STEPS_OUTPUT
-from .plan import build_items, declared_steps, step_metadata, urn_name
+from .plan import build_items, declared_steps, state_records, step_metadata, urn_name
 from .views import FORMATS, render
 
 
@@ -81,8 +80,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.events:
         events = json.loads(args.events.read_text())
         plan = json.loads(args.plan.read_text()) if args.plan else None
-        # Recorded events carry the preview's own stack output; a steps file adds the last up's.
-        steps = declared_steps(events, {STEPS_OUTPUT: json.loads(args.steps.read_text())} if args.steps else None)
+        # Recorded events carry what the program's steps are; a steps file adds the last up's.
+        steps = declared_steps(events, json.loads(args.steps.read_text()) if args.steps else None)
     else:
         problem = engine.engine_env_ok()
         if problem:
@@ -101,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
             args.record.mkdir(parents=True, exist_ok=True)
             (args.record / "events.json").write_text(json.dumps(engine.slim_events(events), indent=1) + "\n")
             (args.record / "plan.json").write_text(json.dumps(engine.slim_plan(plan), indent=1) + "\n")
-        steps = declared_steps(events, previous)
+        steps = declared_steps(events, state_records(previous))
         if args.record:
             records = [info.record(urn) for urn, info in steps.items()]
             (args.record / "steps.json").write_text(json.dumps(records, indent=1) + "\n")

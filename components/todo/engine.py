@@ -52,10 +52,10 @@ def select(stack: str, work_dir: Path = REPO):
 
 def preview(stack: str, work_dir: Path = REPO, on_event: Callable[[dict], None] | None = None
             ) -> tuple[list[dict], dict | None, dict]:
-    """Preview `stack`: (the engine events as dicts, the saved plan file or None, the outputs
-    the last `up` left: what the steps being deleted were)."""
+    """Preview `stack`: (the engine events as dicts, the saved plan file or None, the state the
+    last `up` left, as `pulumi stack export` gives it: what the steps being deleted were)."""
     st = select(stack, work_dir)
-    previous = {k: v.value for k, v in st.outputs().items()}
+    previous = st.export_stack().deployment or {}
     events: list[dict] = []
 
     def collect(ev) -> None:

@@ -5,8 +5,8 @@ Input, as plain JSON dicts (the engine's wire format, so recorded data and live 
   (parent, custom, inputs), diffs;
 - optionally the saved plan file (`pulumi preview --save-plan`): each resource's goal with its
   `parent` and `dependencies`, which gives the graph;
-- what each step is (components/steps.py), by URN: the preview's own stack output, and for
-  steps being deleted, the output the last `up` left.
+- what each step is (components/steps.py), by URN: the Node components' outputs in the
+  preview's events, and for steps being deleted, those the last `up` left in the state.
 
 One item per pending custom resource (remote.Command, local.Command, …); `same` steps, component
 resources, providers and the stack itself are skipped. Items are ordered by a topological sort
@@ -153,18 +153,28 @@ def step_metadata(events: Iterable[Mapping]) -> list[dict]:
             if isinstance(e.get("resourcePreEvent"), Mapping) and e["resourcePreEvent"].get("metadata")]
 
 
-def declared_steps(events: Iterable[Mapping], previous: Mapping | None = None) -> dict[str, StepInfo]:
-    """urn → StepInfo: from the stack output STEPS_OUTPUT in the preview's events (the steps of
-    this program), over the one of the last `up` (`previous`: the stack's outputs; the steps being
-    deleted are only there)."""
-    out = index((previous or {}).get(STEPS_OUTPUT))
+def declared_steps(events: Iterable[Mapping], previous: Iterable | None = None) -> dict[str, StepInfo]:
+    """urn → StepInfo: from the STEPS_OUTPUT outputs of the components in the preview's events
+    (the steps of this program), over `previous` (the records the last `up` left in the state,
+    state_records(); the steps being deleted are only there)."""
+    out = index(list(previous or []))
     for e in events:
         for kind in ("resOutputsEvent", "resourcePreEvent"):
             md = (e.get(kind) or {}).get("metadata") or {}
-            new = md.get("new") or {}
-            if new.get("type") == "pulumi:pulumi:Stack":
-                out.update(index((new.get("outputs") or {}).get(STEPS_OUTPUT)))
+            outputs = (md.get("new") or {}).get("outputs")
+            if isinstance(outputs, Mapping) and STEPS_OUTPUT in outputs:
+                out.update(index(outputs[STEPS_OUTPUT]))
     return out
+
+
+def state_records(deployment: Mapping) -> list:
+    """The STEPS_OUTPUT records of every resource of an exported state (`pulumi stack export`)."""
+    records: list = []
+    for res in deployment.get("resources") or []:
+        value = (res.get("outputs") or {}).get(STEPS_OUTPUT)
+        if isinstance(value, list):
+            records += value
+    return records
 
 
 # -- the graph -------------------------------------------------------------------------------

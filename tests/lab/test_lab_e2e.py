@@ -178,6 +178,11 @@ def test_glm_brought_back_by_hand_is_retired_again(converged):
     items = drift_items(todo_list())
     assert [(i, n) for i, n, _ in items] == [("lab-1-glm-retire", "lab-1")]
     assert items[0][2].startswith(f"drift: {lab.GLM_UNIT} observed "), items
+    # Fixed in place: the retire script again, never its delete script (a restore would start glm
+    # first, and on a Spark take the memory of the running engine).
+    preview = pulumi("preview", "--json")
+    assert preview.returncode == 0, preview.stderr[-3000:]
+    assert changes(json.loads(preview.stdout)) == [("update", "lab-1-glm-retire")]
     up_ok()
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "disabled"
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") != "active"

@@ -105,7 +105,7 @@ def test_retire_and_every_unit_wait_for_it(stack):
 def test_two_measurements_never_share_the_link():
     s = snap("lab")
     spec = s.spec.model_copy(update={"deployments": [*s.spec.deployments, s.spec.deployments[0].model_copy(
-        update={"name": "tiny2", "port": 8001})]})
+        update={"name": "tiny2", "port": 8001, "nodes": ["lab-2", "lab-1"]})]})
     assert "tiny-bandwidth-check" in dep_names(snapshot("lab", spec).by_name("tiny2-bandwidth-check"))
 
 

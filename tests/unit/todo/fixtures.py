@@ -198,22 +198,32 @@ def component_state(component: str) -> dict:
 # -- what each step is -------------------------------------------------------------------------
 
 def step_records(names=None) -> list[dict]:
-    """The stack output STEPS_OUTPUT: the record of each named step (default: every one)."""
+    """STEPS_OUTPUT records (components/steps.py) of each named step (default: every one)."""
     return [COMMANDS[n].step.record(command_urn(n)) for n in (COMMANDS if names is None else names)]
 
 
-def stack_outputs_event(records, op: str = "create") -> dict:
-    """The stack's resOutputsEvent of a preview, carrying STEPS_OUTPUT."""
-    state = {"type": STACK_TYPE, "urn": STACK_URN, "parent": "", "inputs": {},
-             "outputs": {"endpoints": {"tiny": "http://198.18.0.11:8000/v1"}, STEPS_OUTPUT: records}}
+def node_outputs_event(records, op: str = "create", node: str = "lab-1") -> dict:
+    """A Node component's resOutputsEvent of a preview, carrying STEPS_OUTPUT (components/node.py)."""
+    urn = component_urn(node)
+    state = {"type": "blackwell:node:Node", "urn": urn, "parent": component_urn("lab"), "inputs": {},
+             "outputs": {"host": {"lab-1": "198.18.0.11", "lab-2": "198.18.0.12"}[node], "arch": "amd64",
+                         STEPS_OUTPUT: records}}
     return {"sequence": 0, "timestamp": 0,
-            "resOutputsEvent": {"metadata": {"op": op, "urn": STACK_URN, "type": STACK_TYPE, "provider": "",
+            "resOutputsEvent": {"metadata": {"op": op, "urn": urn, "type": "blackwell:node:Node", "provider": "",
                                              "new": state}, "planning": True}}
 
 
-def previous_outputs(names=None) -> dict:
-    """The stack's outputs the last `up` left (what engine.preview returns as `previous`)."""
-    return {"endpoints": {"tiny": "http://198.18.0.11:8000/v1"}, STEPS_OUTPUT: step_records(names)}
+def previous_records(names=None) -> list[dict]:
+    """The records the last `up` left in the state (plan.state_records of `pulumi stack export`)."""
+    return step_records(names)
+
+
+def previous_deployment(names=None) -> dict:
+    """The state the last `up` left, as `pulumi stack export` gives it (engine.preview's third value):
+    the records in the Node components' outputs."""
+    return {"resources": [{"urn": component_urn("lab-1"), "type": "blackwell:node:Node",
+                           "outputs": {"host": "198.18.0.11", STEPS_OUTPUT: step_records(names)}},
+                          {"urn": STACK_URN, "type": STACK_TYPE, "outputs": {}}]}
 
 
 # -- a preview ---------------------------------------------------------------------------------
@@ -255,7 +265,7 @@ def first_preview_events(ops: dict[str, str] | None = None, *, drift: dict[str, 
                        step("delete-replaced", state, diffs=changed)]
         else:
             events.append(step(op, state, diffs=changed))
-    events.append(stack_outputs_event(step_records([n for n in COMMANDS if ops.get(n) != "delete"]),
+    events.append(node_outputs_event(step_records([n for n in COMMANDS if ops.get(n) != "delete"]),
                                       ops.get(STACK_TYPE, "create")))
     events.append({"sequence": 0, "timestamp": 0, "summaryEvent": {"resourceChanges": {}}})
     for i, e in enumerate(events):

@@ -100,7 +100,7 @@ def test_cli_record_then_replay_gives_the_same_list(recorded, capsys, monkeypatc
                                            diffs={"tiny-fetch": ["stdin", "environment"]})
     monkeypatch.setattr(cli.engine, "engine_env_ok", lambda: None)
     monkeypatch.setattr(cli.engine, "preview", lambda stack, work_dir, on_event=None: (
-        events, fixtures.plan(ops), fixtures.previous_outputs()))
+        events, fixtures.plan(ops), fixtures.previous_deployment()))
     out_dir = tmp_path / "record"
     code, live, _ = run(capsys, "--stack", "lab", "--work-dir", str(recorded), "--record", str(out_dir),
                         "--format", "json-full")

@@ -75,7 +75,7 @@ def test_same_steps_components_the_stack_and_repeats_print_nothing(lab_items):
     comp = {"resourcePreEvent": {"metadata": {"op": "create", "urn": fixtures.component_urn("tiny-ray"),
                                               "type": "blackwell:cluster:RayCluster",
                                               "new": fixtures.component_state("tiny-ray")}}}
-    stack = fixtures.stack_outputs_event(fixtures.step_records())
+    stack = fixtures.node_outputs_event(fixtures.step_records())
     assert feed(live, [pre("tiny-health", op="same"), comp, stack, {"summaryEvent": {}}, {"preludeEvent": {}}]) == []
     assert feed(live, [pre("tiny-fetch")]) != []
     assert feed(live, [pre("tiny-fetch")]) == []
@@ -134,7 +134,7 @@ def test_a_step_the_preview_did_not_list_becomes_a_new_item(lab_items):
 
 
 def test_a_new_deletion_is_described_by_the_last_ups_record_and_an_undeclared_step_by_its_name(lab_items):
-    previous = fixtures.previous_outputs(["tiny-to-lab-2"])
+    previous = fixtures.previous_records(["tiny-to-lab-2"])
     live = live_for([i for i in lab_items if i.id not in ("tiny-to-lab-2", "tiny-health")],
                     steps=declared_steps([], previous))
     lines = feed(live, [pre("tiny-to-lab-2", op="delete"), pre("tiny-health")])

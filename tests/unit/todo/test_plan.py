@@ -9,7 +9,7 @@ import pytest
 from components.remote import DRIFT_VAR
 from components.steps import STEPS_OUTPUT, StepInfo
 from components.todo.describe import PHASES, Description, describe
-from components.todo.plan import declared_steps, merge_steps, reason_of
+from components.todo.plan import declared_steps, merge_steps, reason_of, state_records
 
 from . import fixtures
 
@@ -128,7 +128,7 @@ def test_replace_and_delete_reasons_sentences_and_priorities(lab_spec):
     ops = {n: "same" for n in fixtures.COMMANDS} | {"vllm-lab-build": "replace", "lab-1-glm-retire": "delete",
                                                      "tiny-to-lab-2": "delete"}
     events = fixtures.first_preview_events(ops)
-    items = fixtures.todo(events, fixtures.plan(ops), lab_spec, fixtures.previous_outputs())
+    items = fixtures.todo(events, fixtures.plan(ops), lab_spec, fixtures.previous_records())
     got = {i.id: (i.reason, i.content, i.priority, i.node, i.phase) for i in items}
     assert got == {
         "lab-1-glm-retire": ("delete", "Start glm.service again on lab-1 (restore)", "normal", "lab-1", "retire"),
@@ -145,7 +145,7 @@ def test_deleted_steps_are_described_from_the_last_up(lab_spec):
     events = fixtures.first_preview_events(ops)
     urn = fixtures.command_urn("lab-1-glm-retire")
     assert urn not in declared_steps(events)
-    [gone] = fixtures.todo(events, fixtures.plan(ops), lab_spec, fixtures.previous_outputs())
+    [gone] = fixtures.todo(events, fixtures.plan(ops), lab_spec, fixtures.previous_records())
     assert (gone.content, gone.priority, gone.node) == ("Start glm.service again on lab-1 (restore)", "normal", "lab-1")
     # Without the last up's outputs it is still listed, by its name.
     [bare] = fixtures.todo(events, fixtures.plan(ops), lab_spec)
@@ -154,7 +154,7 @@ def test_deleted_steps_are_described_from_the_last_up(lab_spec):
 
 def test_a_deletion_is_normal_priority_even_of_a_high_step(lab_spec):
     ops = {n: "same" for n in fixtures.COMMANDS} | {"tiny-health": "delete", "lab-2-embeddings-check": "delete"}
-    items = fixtures.todo(fixtures.first_preview_events(ops), fixtures.plan(ops), lab_spec, fixtures.previous_outputs())
+    items = fixtures.todo(fixtures.first_preview_events(ops), fixtures.plan(ops), lab_spec, fixtures.previous_records())
     assert fixtures.COMMANDS["tiny-health"].step.priority == "high"
     assert {i.id: (i.content, i.priority) for i in items} == {
         "tiny-health": ("Drop the health gate of tiny", "normal"),
@@ -284,11 +284,11 @@ def test_declared_steps_reads_the_stack_output_of_the_preview():
 @pytest.mark.parametrize("kind", ["resOutputsEvent", "resourcePreEvent"])
 def test_the_previews_output_wins_over_the_last_ups(kind):
     fetch, gone = fixtures.command_urn("tiny-fetch"), fixtures.command_urn("lab-1-glm-retire")
-    previous = {STEPS_OUTPUT: [
+    previous = [
         {"urn": fetch, "node": "lab-1", "phase": "model", "do": "Download model tiny on lab-1"},
         {"urn": gone, "node": "lab-1", "phase": "retire", "do": "Stop and disable glm.service on lab-1",
-         "undo": "Start glm.service again on lab-1 (restore)"}]}
-    event = fixtures.stack_outputs_event(fixtures.step_records(["tiny-fetch"]))
+         "undo": "Start glm.service again on lab-1 (restore)"}]
+    event = fixtures.node_outputs_event(fixtures.step_records(["tiny-fetch"]))
     if kind == "resourcePreEvent":
         event = {"resourcePreEvent": event.pop("resOutputsEvent")}
     declared = declared_steps([event], previous)
@@ -297,11 +297,15 @@ def test_the_previews_output_wins_over_the_last_ups(kind):
     assert set(declared) == {fetch, gone}
 
 
-def test_only_the_stacks_output_declares_steps():
-    event = fixtures.stack_outputs_event(fixtures.step_records())
-    md = event["resOutputsEvent"]["metadata"]
-    md["type"] = md["new"]["type"] = "blackwell:stack:ServingStack"
-    assert declared_steps([event]) == {}
+def test_steps_are_declared_by_whichever_component_carries_the_output():
+    """Each Node component carries its own steps' records; outputs without them declare nothing."""
+    lab1 = fixtures.node_outputs_event(fixtures.step_records(["tiny-fetch"]), node="lab-1")
+    lab2 = fixtures.node_outputs_event(fixtures.step_records(["lab-2-fabric-check"]), node="lab-2")
+    assert set(declared_steps([lab1, lab2])) == {fixtures.command_urn("tiny-fetch"),
+                                                 fixtures.command_urn("lab-2-fabric-check")}
+    other = fixtures.node_outputs_event([], node="lab-1")
+    del other["resOutputsEvent"]["metadata"]["new"]["outputs"][STEPS_OUTPUT]
+    assert declared_steps([other]) == {}
 
 
 @pytest.mark.parametrize("output", [
@@ -310,8 +314,8 @@ def test_only_the_stacks_output_declares_steps():
     None,
 ])
 def test_an_output_of_another_shape_leaves_the_last_ups(output):
-    event = fixtures.stack_outputs_event(output)
-    previous = fixtures.previous_outputs(["tiny-fetch"])
+    event = fixtures.node_outputs_event(output)
+    previous = fixtures.previous_records(["tiny-fetch"])
     assert declared_steps([event], previous) == {fixtures.command_urn("tiny-fetch"): fixtures.COMMANDS["tiny-fetch"].step}
     assert declared_steps([event]) == {}
 
@@ -330,13 +334,13 @@ def test_malformed_records_are_skipped_the_rest_kept():
         {"urn": fixtures.command_urn("tiny-upload"), "node": "lab-1", "phase": "model", "do": "Upload",
          "kind": "from a later version"},                                          # an extra key is ignored
     ]
-    declared = declared_steps([fixtures.stack_outputs_event(records)])
+    declared = declared_steps([fixtures.node_outputs_event(records)])
     assert declared == {good["urn"]: fixtures.COMMANDS["tiny-fetch"].step,
                         fixtures.command_urn("tiny-upload"): StepInfo("lab-1", "model", do="Upload")}
 
 
 def test_records_round_trip_with_every_sentence():
-    declared = declared_steps([fixtures.stack_outputs_event(fixtures.step_records())])
+    declared = declared_steps([fixtures.node_outputs_event(fixtures.step_records())])
     unit = declared[fixtures.command_urn("tiny-lab-1-install")]
     assert (unit.sentence("create"), unit.sentence("update"), unit.sentence("replace"), unit.sentence("delete")) == (
         "Install and start bws-tiny.service on lab-1", "Rewrite and restart bws-tiny.service on lab-1",
@@ -364,3 +368,11 @@ def test_describe_uses_the_declared_sentence_for_the_op():
     high = StepInfo("lab-1", "image", do="Build image vllm-lab on lab-1")
     assert describe(high, "delete", "x") == Description("Undo: Build image vllm-lab on lab-1", "image", "normal", "lab-1")
     assert describe(high, "replace", "x").priority == "high"
+
+
+def test_state_records_gathers_every_components_records_from_an_export():
+    deployment = fixtures.previous_deployment(["tiny-fetch", "lab-1-glm-retire"])
+    deployment["resources"].append({"urn": "x", "type": "command:remote:Command", "outputs": {"stdout": ""}})
+    assert [r["urn"] for r in state_records(deployment)] == [fixtures.command_urn("tiny-fetch"),
+                                                              fixtures.command_urn("lab-1-glm-retire")]
+    assert state_records({}) == []
