@@ -56,7 +56,7 @@ class ModelCache(pulumi.ComponentResource):
                           revision=spec.revision, image=downloader_image, with_token=with_token,
                           source_path=spec.source.path or "", **common),
             delete=render("scripts/remove-model.sh.j2", **common),
-            stdin=hf_token.apply(lambda t: f"HF_TOKEN={t}\n") if with_token else None,
+            stdin=hf_token.apply(lambda t: f"{t}\n") if with_token else None,
             expect=CacheComplete(node, self.path))
         self.ready: dict[str, pulumi.Resource] = {node: self.fetch}
         for peer in peers:

@@ -39,7 +39,7 @@ from pulumi_command import remote as command_remote
 
 from .node import Node
 from .observe.expect import Expectation
-from .render import render
+from .render import render, slug
 from .steps import StepInfo
 
 DRIFT_VAR = "LC_BLACKWELL_DRIFT"
@@ -50,6 +50,8 @@ PER_DIAL_TIMEOUT_S = 10
 DELETE_TIMEOUT_S = 1800
 # After its timeout a step's script gets TERM, then KILL this much later.
 KILL_AFTER_S = 30
+# Per-step locks on the node (a tmpfs: gone at reboot, as are the runs they guard).
+LOCK_DIR = "/run/lock"
 
 
 def connection(node: Node) -> command_remote.ConnectionArgs:
@@ -64,19 +66,24 @@ def script_digest(script: str) -> str:
     return hashlib.sha256(script.encode()).hexdigest()[:16]
 
 
-def command_line(*, label: str, scripts: Sequence[str], which: int, timeout_s: int,
+def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, timeout_s: int,
                  inputs: Sequence[str] = ()) -> str:
-    """The login shell's command: skip the scripts before `which` on stdin, read that one, run it
-    with bash under `timeout`; what is left on stdin is the script's own. `head -c` reads exactly
-    that many bytes, never more."""
+    """The login shell's command: take the step's lock on the node (an earlier run of the same
+    step still going there — an interrupted `up` — is waited for, never raced), then skip the
+    scripts before `which` on stdin, read that one, skip the ones after it, and run it with bash
+    under `timeout`; what is left on stdin is the script's own data. `head -c` reads exactly that many bytes, never more."""
     sizes = [len(s.encode()) for s in scripts]
-    skip = sum(sizes[:which])
-    reader = (f"head -c {skip} >/dev/null && " if skip else "") + f's=$(head -c {sizes[which]}) && eval "$s"'
+    before, after = sum(sizes[:which]), sum(sizes[which + 1:])
+    reader = ((f"head -c {before} >/dev/null && " if before else "") + f"s=$(head -c {sizes[which]}) && "
+              + (f"head -c {after} >/dev/null && " if after else "") + 'eval "$s"')
+    runner = ('exec 9>"$1" && { flock -n 9 || { printf "%s\\n" "$2" >&2; flock 9; }; } '
+              f'&& exec timeout --kill-after={KILL_AFTER_S} "$3" bash -c "$4"')
+    waiting = f"[blackwell {label}] waiting for an earlier run of this step on the node to end"
     env = [f"BWS_STEP={shlex.quote(label)}", f"BWS_SCRIPT={script_digest(scripts[which])}"]
     if inputs:
         env.append(f"BWS_INPUTS={shlex.quote(' '.join(inputs))}")
-    return (f"exec env {' '.join(env)} timeout --kill-after={KILL_AFTER_S} {timeout_s} "
-            f"bash -c {shlex.quote(reader)}")
+    args = [f"{LOCK_DIR}/blackwell-serving-{slug(lock)}.lock", waiting, str(timeout_s), reader]
+    return f"exec env {' '.join(env)} bash -c {shlex.quote(runner)} bws-step {' '.join(map(shlex.quote, args))}"
 
 
 _READER = re.compile(r"(?:head -c (\d+) >/dev/null && )?s=\$\(head -c (\d+)\)")
@@ -126,10 +133,10 @@ def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | Non
     scripts = [create, *([delete] if delete else [])]
     label = f"{name} on {node.name}"
     inputs = pulumi.Output.all(*triggers).apply(lambda values: [str(v) for v in values])
-    create_line = inputs.apply(lambda values: command_line(label=label, scripts=scripts, which=0,
+    create_line = inputs.apply(lambda values: command_line(label=label, lock=label, scripts=scripts, which=0,
                                                             timeout_s=timeout_s, inputs=values))
-    delete_line = (command_line(label=f"{label} (delete)", scripts=scripts, which=1, timeout_s=DELETE_TIMEOUT_S)
-                   if delete else None)
+    delete_line = (command_line(label=f"{label} (delete)", lock=label, scripts=scripts, which=1,
+                                timeout_s=DELETE_TIMEOUT_S) if delete else None)
     stdin_text = pulumi.Output.all("".join(scripts), stdin if stdin is not None else "").apply("".join)
     command = command_remote.Command(
         name, connection=connection(node), create=create_line, delete=delete_line, stdin=stdin_text,

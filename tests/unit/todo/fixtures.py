@@ -174,8 +174,8 @@ def command_state(name: str, drift: str | None = None) -> dict:
     if cmd.kind == "remote":
         create, delete = scripts(name)
         inputs = {"connection": SECRET,
-                  "create": command_line(label=label, scripts=[create, delete], which=0, timeout_s=4 * 3600),
-                  "delete": command_line(label=f"{label} (delete)", scripts=[create, delete], which=1,
+                  "create": command_line(label=label, lock=label, scripts=[create, delete], which=0, timeout_s=4 * 3600),
+                  "delete": command_line(label=f"{label} (delete)", lock=label, scripts=[create, delete], which=1,
                                          timeout_s=DELETE_TIMEOUT_S),
                   "stdin": create + delete, "addPreviousOutputInEnv": False, "logging": "stderr"}
     else:

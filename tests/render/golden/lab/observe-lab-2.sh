@@ -15,9 +15,17 @@ image() {
   id=$(timeout 20 docker image inspect -f '{{.Id}}' "$1" 2>/dev/null) || id=""
   printf 'image\t%s\t%s\n' "$1" "${id:-absent}"
 }
+cache_stat() {
+  (cd "$1" && find . -type f ! -name '.blackwell-*' -printf '%s %T@ %P\n' \
+     | awk '{ $2 = int($2); print }' | LC_ALL=C sort)
+}
+cache_intact() {
+  [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
+    && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
+}
 dir() {
   local sha=absent
-  [ -f "$1/.blackwell-manifest.sha256" ] && sha=$(sha256sum < "$1/.blackwell-manifest.sha256" | cut -d' ' -f1)
+  cache_intact "$1" && sha=$(sha256sum < "$1/.blackwell-manifest.sha256" | cut -d' ' -f1)
   printf 'dir\t%s\t%s\n' "$1" "$sha"
 }
 link() {

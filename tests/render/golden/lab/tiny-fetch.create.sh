@@ -23,10 +23,23 @@ progress() {
     /^(Loaded image|#[0-9]+ \[|Step [0-9]+\/[0-9]+|Successfully (built|tagged))/ { print; fflush() }
   ' >&2
 }
+cache_stat() {
+  (cd "$1" && find . -type f ! -name '.blackwell-*' -printf '%s %T@ %P\n' \
+     | awk '{ $2 = int($2); print }' | LC_ALL=C sort)
+}
+cache_intact() {
+  [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
+    && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
+}
 final=/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 staging=/var/lib/blackwell-serving/models/.staging/blackwell-lab--tiny-llama--lab-v1
+# A cache installed before fingerprints were recorded: verified in full once, then fingerprinted.
+if [ -f "$final/.blackwell-manifest.sha256" ] && [ ! -f "$final/.blackwell-manifest.stat" ] \
+   && (cd "$final" && sha256sum -c --quiet .blackwell-manifest.sha256); then
+  cache_stat "$final" > "$final/.blackwell-manifest.stat"
+fi
 if [ ! -d "$staging" ]; then
-  if [ -f "$final/.blackwell-manifest.sha256" ]; then
+  if cache_intact "$final"; then
     log "already cached at $final"
     exit 0
   fi
@@ -38,9 +51,11 @@ log "installing the upload"
 rm -rf "$staging/.cache"
 log "hashing files for the manifest"
 # Written beside the directory, not in it, so that the manifest never lists itself.
-(cd "$staging" && find . -type f ! -name .blackwell-manifest.sha256 -print0 | sort -z \
+(cd "$staging" && find . -type f ! -name '.blackwell-*' -print0 | LC_ALL=C sort -z \
    | xargs -0 -r sha256sum) > "$staging.manifest.tmp"
 mv -f "$staging.manifest.tmp" "$staging/.blackwell-manifest.sha256"
+cache_stat "$staging" > "$staging.stat.tmp"
+mv -f "$staging.stat.tmp" "$staging/.blackwell-manifest.stat"
 rm -rf "$final"
 mv "$staging" "$final"
 log "cached at $final ($(du -sh "$final" | cut -f1))"

@@ -13,7 +13,7 @@ echo 'Content-Type: application/json' > "$headers"
 key=$(sed -n 's/^VLLM_API_KEY=//p' /etc/blackwell-serving/tiny.env)
 printf 'Authorization: Bearer %s\n' "$key" >> "$headers"
 deadline=$(( $(date +%s) + 900 ))
-until curl -fsS -H @"$headers" "$base/v1/models" 2>/dev/null | grep -q '"tiny-llama"'; do
+until curl -fsS --max-time 10 -H @"$headers" "$base/v1/models" 2>/dev/null | grep -q '"tiny-llama"'; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
     log "no /v1/models listing" tiny-llama "after 900 s"
     systemctl status bws-tiny.service --no-pager -n 20 >&2 || true

@@ -23,29 +23,52 @@ progress() {
     /^(Loaded image|#[0-9]+ \[|Step [0-9]+\/[0-9]+|Successfully (built|tagged))/ { print; fflush() }
   ' >&2
 }
+cache_stat() {
+  (cd "$1" && find . -type f ! -name '.blackwell-*' -printf '%s %T@ %P\n' \
+     | awk '{ $2 = int($2); print }' | LC_ALL=C sort)
+}
+cache_intact() {
+  [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
+    && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
+}
 final=/var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
 staging=/var/lib/blackwell-serving/models/.staging/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
-if [ -f "$final/.blackwell-manifest.sha256" ]; then
+# A cache installed before fingerprints were recorded: verified in full once, then fingerprinted.
+if [ -f "$final/.blackwell-manifest.sha256" ] && [ ! -f "$final/.blackwell-manifest.stat" ] \
+   && (cd "$final" && sha256sum -c --quiet .blackwell-manifest.sha256); then
+  cache_stat "$final" > "$final/.blackwell-manifest.stat"
+fi
+if cache_intact "$final"; then
   log "already cached at $final"
   exit 0
 fi
 install -d -m 0755 "$(dirname "$final")" "$(dirname "$staging")"
 mkdir -p "$staging"
+# The download runs in a container of its own name: removed however this script ends (a step's
+# timeout ends the script, and docker's client with it, but not the container).
+downloader=bws-download-qwen35-397b
+token_file=""
+trap 'docker rm -f "$downloader" >/dev/null 2>&1 || true; [ -z "$token_file" ] || rm -f "$token_file"' EXIT
+docker rm -f "$downloader" >/dev/null 2>&1 || true
 token_file=$(mktemp)
-trap 'rm -f "$token_file"' EXIT
 chmod 0600 "$token_file"
-cat > "$token_file"   # HF_TOKEN=… arrives on stdin, never in argv
+# The token arrives on stdin, never in argv; the container reads it from a mounted file
+# (HF_TOKEN_PATH), so `docker inspect` shows a path, not the token.
+cat > "$token_file"
 log downloading nvidia/Qwen3.5-397B-A17B-NVFP4@0000000000000000000000000000000000000000
-docker run --rm --network host -v "$staging":/dest --env-file "$token_file" \
+docker run --rm --name "$downloader" --network host -v "$staging":/dest \
+-v "$token_file":/run/secrets/hf_token:ro -e HF_TOKEN_PATH=/run/secrets/hf_token \
   --entrypoint python3 lmsysorg/sglang:dev-cu13 -c \
   'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/dest")' \
   nvidia/Qwen3.5-397B-A17B-NVFP4 0000000000000000000000000000000000000000 2>&1 | progress
 rm -rf "$staging/.cache"
 log "hashing files for the manifest"
 # Written beside the directory, not in it, so that the manifest never lists itself.
-(cd "$staging" && find . -type f ! -name .blackwell-manifest.sha256 -print0 | sort -z \
+(cd "$staging" && find . -type f ! -name '.blackwell-*' -print0 | LC_ALL=C sort -z \
    | xargs -0 -r sha256sum) > "$staging.manifest.tmp"
 mv -f "$staging.manifest.tmp" "$staging/.blackwell-manifest.sha256"
+cache_stat "$staging" > "$staging.stat.tmp"
+mv -f "$staging.stat.tmp" "$staging/.blackwell-manifest.stat"
 rm -rf "$final"
 mv "$staging" "$final"
 log "cached at $final ($(du -sh "$final" | cut -f1))"

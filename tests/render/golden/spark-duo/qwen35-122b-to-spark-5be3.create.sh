@@ -29,9 +29,19 @@ peer_ssh=(ssh -F /dev/null -i /root/.ssh/id_ed25519 -o IdentitiesOnly=yes -o Bat
           -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 -o ServerAliveInterval=15
           -o ServerAliveCountMax=4 -o Compression=no -o LogLevel=ERROR)
 peer() { "${peer_ssh[@]}" root@192.168.200.13 "$@"; }
+cache_stat() {
+  (cd "$1" && find . -type f ! -name '.blackwell-*' -printf '%s %T@ %P\n' \
+     | awk '{ $2 = int($2); print }' | LC_ALL=C sort)
+}
+cache_intact() {
+  [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
+    && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
+}
 final=/var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
 manifest="$final/.blackwell-manifest.sha256"
-if peer cat /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000/.blackwell-manifest.sha256 2>/dev/null | cmp -s - "$manifest"; then
+# Already there: the same manifest, and the peer's files still match its fingerprint.
+if peer cat /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000/.blackwell-manifest.sha256 2>/dev/null | cmp -s - "$manifest" \
+   && peer "$(declare -f cache_stat cache_intact); cache_intact $(printf %q "$final")"; then
   log "already there"
   exit 0
 fi

@@ -13,7 +13,7 @@ echo 'Content-Type: application/json' > "$headers"
 key=$(sed -n 's/^VLLM_API_KEY=//p' /etc/blackwell-serving/qwen35.env)
 printf 'Authorization: Bearer %s\n' "$key" >> "$headers"
 deadline=$(( $(date +%s) + 1800 ))
-until curl -fsS -H @"$headers" "$base/v1/models" 2>/dev/null | grep -q '"qwen3.5-122b"'; do
+until curl -fsS --max-time 10 -H @"$headers" "$base/v1/models" 2>/dev/null | grep -q '"qwen3.5-122b"'; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
     log "no /v1/models listing" qwen3.5-122b "after 1800 s"
     systemctl status bws-qwen35.service --no-pager -n 20 >&2 || true
