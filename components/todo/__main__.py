@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from pathlib import Path
 
 from components.config import ConfigError, load_stack_file
+from components.config.load import PROJECT
 
 from . import engine
+from .interrupted import clear_stale_locks, pending_operations
 from .live import LiveTodo
 from .plan import build_items, declared_steps, state_records, step_metadata, urn_name
 from .views import FORMATS, render
@@ -87,6 +90,8 @@ def main(argv: list[str] | None = None) -> int:
         if problem:
             print(problem, file=sys.stderr)
             return 1
+        for message in clear_stale_locks(os.environ.get("PULUMI_BACKEND_URL", ""), PROJECT, args.stack):
+            print(f"note: {message}", file=sys.stderr)
         errors = ErrorCollector()
         try:
             events, plan, previous = engine.preview(args.stack, args.work_dir, on_event=errors)
@@ -101,6 +106,10 @@ def main(argv: list[str] | None = None) -> int:
             (args.record / "events.json").write_text(json.dumps(engine.slim_events(events), indent=1) + "\n")
             (args.record / "plan.json").write_text(json.dumps(engine.slim_plan(plan), indent=1) + "\n")
         steps = declared_steps(events, state_records(previous))
+        interrupted = pending_operations(previous)
+        if interrupted:
+            print("note: the last run was interrupted during these steps; `up` runs them again:\n  "
+                  + "\n  ".join(interrupted), file=sys.stderr)
         if args.record:
             records = [info.record(urn) for urn, info in steps.items()]
             (args.record / "steps.json").write_text(json.dumps(records, indent=1) + "\n")

@@ -1,0 +1,82 @@
+"""What an interrupted run left behind, told before the next one: the file backend's lock of a
+`pulumi up` that was killed, and the operations the engine had started and not finished.
+
+A lock is the backend's file `.pulumi/locks/<org>/<project>/<stack>/<id>.json` ({pid, username,
+hostname, timestamp}). One taken on this machine by a process that no longer runs can only be
+stale: it is removed, and said so. One held by a live process, or taken on another machine (its
+process cannot be checked from here), is left alone and reported with the command that clears
+it. Pending operations need nothing by hand: the next `up` warns of them and runs those steps
+again (every script converges, and a step's lock on its node makes it wait for a script the
+killed run left running there)."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import urlparse
+
+from components.steps import index
+
+from .plan import state_records
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def lock_files(backend_url: str, project: str, stack: str) -> list[Path]:
+    """The lock files of `stack` in a file backend (none for other backends)."""
+    url = urlparse(backend_url)
+    if url.scheme != "file":
+        return []
+    root = Path(url.path) / ".pulumi" / "locks"
+    found = list(root.glob(f"*/{project}/{stack}/*.json")) + list((root / stack).glob("*.json"))
+    return sorted(p for p in found if p.is_file())
+
+
+def clear_stale_locks(backend_url: str, project: str, stack: str, *, host: str | None = None) -> list[str]:
+    """Remove this machine's locks of `stack` whose process is gone; one message per lock found."""
+    host = host or socket.gethostname()
+    messages = []
+    for path in lock_files(backend_url, project, stack):
+        try:
+            lock = json.loads(path.read_text())
+            pid, owner = int(lock.get("pid", 0)), f"{lock.get('username', '?')}@{lock.get('hostname', '?')}"
+        except (OSError, ValueError, TypeError):
+            messages.append(f"stack {stack} has a lock file that cannot be read ({path}); if no `pulumi` runs on "
+                            f"it, clear it with: pulumi cancel --stack {stack} --yes")
+            continue
+        since = lock.get("timestamp", "?")
+        if lock.get("hostname") == host and pid > 0 and not _alive(pid):
+            path.unlink(missing_ok=True)
+            messages.append(f"cleared the lock of stack {stack} left by a run that no longer exists "
+                            f"(pid {pid}, {owner}, since {since})")
+        elif lock.get("hostname") == host:
+            messages.append(f"stack {stack} is being changed by pid {pid} ({owner}, since {since}); wait for it, "
+                            f"or if that process is not a pulumi run: pulumi cancel --stack {stack} --yes")
+        else:
+            messages.append(f"stack {stack} is locked by a run on {lock.get('hostname')} (pid {pid}, {owner}, since "
+                            f"{since}); if it is no longer running there: pulumi cancel --stack {stack} --yes")
+    return messages
+
+
+def pending_operations(deployment: Mapping) -> list[str]:
+    """What the last run had started and not finished, in the todo list's words."""
+    steps = index(state_records(deployment))
+    out = []
+    for op in deployment.get("pending_operations") or []:
+        resource = op.get("resource") or {}
+        urn, kind = resource.get("urn", "?"), op.get("type", "?")
+        info = steps.get(urn)
+        what = info.sentence("delete" if kind == "deleting" else "create") if info else urn.split("::")[-1]
+        out.append(f"{what} ({kind}, interrupted)")
+    return out

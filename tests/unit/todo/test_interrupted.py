@@ -1,0 +1,66 @@
+"""What an interrupted run left: the file backend's lock of a killed `pulumi up`, and the
+operations it had not finished."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+
+from components.todo.interrupted import clear_stale_locks, lock_files, pending_operations
+
+from . import fixtures
+
+
+def write_lock(backend, pid: int, host: str = "here", name: str = "a1") -> object:
+    d = backend / ".pulumi" / "locks" / "organization" / "blackwell-serving" / "lab"
+    d.mkdir(parents=True, exist_ok=True)
+    path = d / f"{name}.json"
+    path.write_text(json.dumps({"pid": pid, "username": "root", "hostname": host,
+                                "timestamp": "2026-12-03T07:00:00Z"}))
+    return path
+
+
+def _reaped() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_a_lock_of_a_process_that_is_gone_is_cleared(tmp_path):
+    path = write_lock(tmp_path, _reaped())
+    [message] = clear_stale_locks(f"file://{tmp_path}", "blackwell-serving", "lab", host="here")
+    assert "cleared the lock of stack lab" in message
+    assert not path.exists()
+
+
+def test_a_lock_of_a_live_process_is_kept_and_told_with_the_command(tmp_path):
+    proc = subprocess.Popen(["sleep", "30"])
+    try:
+        path = write_lock(tmp_path, proc.pid)
+        [message] = clear_stale_locks(f"file://{tmp_path}", "blackwell-serving", "lab", host="here")
+        assert f"being changed by pid {proc.pid}" in message and "pulumi cancel --stack lab --yes" in message
+        assert path.exists()
+    finally:
+        proc.kill()
+
+
+def test_a_lock_taken_on_another_machine_is_never_cleared(tmp_path):
+    path = write_lock(tmp_path, _reaped(), host="laptop")
+    [message] = clear_stale_locks(f"file://{tmp_path}", "blackwell-serving", "lab", host="here")
+    assert "locked by a run on laptop" in message and path.exists()
+
+
+def test_other_stacks_and_backends_are_not_touched(tmp_path):
+    write_lock(tmp_path, _reaped())
+    assert clear_stale_locks(f"file://{tmp_path}", "blackwell-serving", "spark-duo", host="here") == []
+    assert lock_files("s3://bucket", "blackwell-serving", "lab") == []
+
+
+def test_pending_operations_are_told_in_the_todo_lists_words():
+    deployment = fixtures.previous_deployment(["vllm-lab-sync-lab-2"])
+    deployment["pending_operations"] = [{"type": "creating",
+                                         "resource": {"urn": fixtures.command_urn("vllm-lab-sync-lab-2")}},
+                                        {"type": "updating", "resource": {"urn": "urn:x::y::z::other"}}]
+    assert pending_operations(deployment) == ["Copy image vllm-lab to lab-2 over the fabric (creating, interrupted)",
+                                              "other (updating, interrupted)"]
+    assert pending_operations({}) == []
