@@ -18,6 +18,8 @@ export PULUMI_CONFIG_PASSPHRASE
 # shellcheck source=scripts/env.sh
 source scripts/env.sh
 pulumi stack select --create lab --non-interactive >/dev/null
+# A run of this script that was killed left the backend's lock: cleared when its process is gone.
+python -m components.todo.interrupted --stack lab
 echo "== pulumi preview --stack lab (the todo list)"
 pulumi preview --stack lab --non-interactive --diff=false
 echo "== pulumi up --stack lab"

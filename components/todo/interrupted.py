@@ -80,3 +80,23 @@ def pending_operations(deployment: Mapping) -> list[str]:
         what = info.sentence("delete" if kind == "deleting" else "create") if info else urn.split("::")[-1]
         out.append(f"{what} ({kind}, interrupted)")
     return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    """python -m components.todo.interrupted --stack STACK: clear this machine's stale locks of
+    STACK before a plain `pulumi up` (scripts/run-lab.sh does)."""
+    import argparse
+    import sys
+
+    from components.config.load import PROJECT
+
+    parser = argparse.ArgumentParser(prog="python -m components.todo.interrupted", description=main.__doc__)
+    parser.add_argument("--stack", required=True)
+    args = parser.parse_args(argv)
+    for message in clear_stale_locks(os.environ.get("PULUMI_BACKEND_URL", ""), PROJECT, args.stack):
+        print(f"note: {message}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
