@@ -23,6 +23,12 @@ from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text, env_file_text
 
 DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
+SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
+# The engine's command, run with the NAME=value lines of the secrets file in its environment
+# (each line exported as it is: no shell evaluation of a value).
+SOURCE_SECRETS = ["/bin/sh", "-c",
+                  f'while IFS= read -r kv; do export "$kv"; done < {SECRETS_IN_CONTAINER} && exec "$@"',
+                  "engine"]
 
 
 class Deployment(pulumi.ComponentResource):
@@ -48,14 +54,19 @@ class Deployment(pulumi.ComponentResource):
                 env["RAY_ADDRESS"] = cluster.address
                 mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
                 after = binds = [cluster.head_unit_name]
-            names = list(env) + ([key_var] if env_file else [])
+            command = engine_argv(spec, model_path, rank, head_fabric)
+            if env_file:
+                # The key reaches the engine through a mounted root-only file, read into its
+                # environment at start: with `-e NAME` Docker would copy the value into the
+                # container's config, where `docker inspect` shows it.
+                mounts.append(f"{env_file}:{SECRETS_IN_CONTAINER}:ro")
+                command = [*SOURCE_SECRETS, *command]
             text = container_unit_text(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
-                container=f"bws-{spec.name}", image=image,
-                command=engine_argv(spec, model_path, rank, head_fabric),
-                docker_args=docker_args(spec.docker, fabric, names, mounts),
-                environment=env, env_file=env_file, after=after, binds_to=binds,
+                container=f"bws-{spec.name}", image=image, command=command,
+                docker_args=docker_args(spec.docker, fabric, list(env), mounts),
+                environment=env, after=after, binds_to=binds,
                 pre_start=[DROP_PAGE_CACHE] if spec.drop_page_cache else [])
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
                                env_text=env_text, depends_on=deps, triggers=[image_id],

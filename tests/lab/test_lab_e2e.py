@@ -110,6 +110,21 @@ def test_engine_serves_a_real_completion(converged):
     assert outputs["endpoints"]["tiny"] == f"http://{NODE1.mgmt_ip}:8000/v1"
 
 
+def test_the_api_key_is_nowhere_but_its_files(converged):
+    """After a real up: the key is not in any container's config (`docker inspect`), in any
+    process's arguments, in the journal, nor in the state or the step outputs in plain text."""
+    key = converged["api_key"]
+    for node in (NODE1, NODE2):
+        for what, command in (("docker inspect", "docker ps -aq | xargs -r docker inspect"),
+                              ("ps", "ps -eo args"), ("the journal", "journalctl --no-pager -q -o cat")):
+            assert key not in sh(node, command), f"the API key shows in {what} on {node.name}"
+    state = pulumi("stack", "export")
+    assert state.returncode == 0 and key not in state.stdout
+    outputs = pulumi("stack", "output", "--json")
+    assert outputs.returncode == 0 and key not in outputs.stdout
+    # The key did reach the engine: a request with it is served (test_engine_serves_a_real_completion).
+
+
 def test_engine_rejects_a_request_without_the_key(converged):
     request = urllib.request.Request(f"http://{NODE1.mgmt_ip}:8000/v1/models")
     with pytest.raises(urllib.error.HTTPError) as err:

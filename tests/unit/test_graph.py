@@ -248,17 +248,22 @@ def test_secrets_never_reach_a_script_argv_or_unit_in_plain_text(stack):
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_units_env_file_holds_the_api_key_not_the_command_line(stack):
+def test_the_api_key_reaches_the_engine_through_a_mounted_file_not_the_command_line(stack):
+    """Not `-e NAME` either: Docker would copy the value into the container's config, where
+    `docker inspect` shows it."""
+    from components.deployment import SECRETS_IN_CONTAINER
+    from components.engines import API_KEY_VAR
     s = snap(stack)
     for d in s.spec.deployments:
         for u in s.units:
             if u.unit_name != f"bws-{d.name}.service":
                 continue
             argv = engine_argv(u.unit_text)
-            assert "--api-key" not in argv
+            assert "--api-key" not in argv and API_KEY_VAR[d.engine] not in argv
+            assert not systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile")
             if d.api_key:
-                assert systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile") == \
-                    [f"/etc/blackwell-serving/{d.name}.env"]
+                assert has_flag(argv, "-v", f"/etc/blackwell-serving/{d.name}.env:{SECRETS_IN_CONTAINER}:ro")
+                assert f"< {SECRETS_IN_CONTAINER} && exec \"$@\"" in " ".join(argv)
 
 
 # ---------------------------------------------------------------------------------------------

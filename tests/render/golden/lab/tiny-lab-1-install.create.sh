@@ -33,7 +33,6 @@ Environment="SGLANG_HOST_IP=198.19.0.11"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.11"
 Environment="HF_HUB_OFFLINE=1"
 Environment="VLLM_CPU_KVCACHE_SPACE=1"
-EnvironmentFile=/etc/blackwell-serving/tiny.env
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--network" \
@@ -43,6 +42,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "2g" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
+  "-v" \
+  "/etc/blackwell-serving/tiny.env:/run/secrets/blackwell-serving.env:ro" \
   "-e" \
   "NCCL_SOCKET_IFNAME" \
   "-e" \
@@ -65,9 +66,11 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "HF_HUB_OFFLINE" \
   "-e" \
   "VLLM_CPU_KVCACHE_SPACE" \
-  "-e" \
-  "VLLM_API_KEY" \
   "blackwell-serving/vllm-lab:2b5ceeb6797a" \
+  "/bin/sh" \
+  "-c" \
+  "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \
+  "engine" \
   "vllm" \
   "serve" \
   "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1" \

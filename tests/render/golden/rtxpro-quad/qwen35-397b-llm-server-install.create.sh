@@ -23,7 +23,6 @@ Requires=docker.service
 [Service]
 Type=simple
 Environment="HF_HUB_OFFLINE=1"
-EnvironmentFile=/etc/blackwell-serving/qwen35-397b.env
 ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35-397b"
 ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-397b" \
   "--network" \
@@ -39,11 +38,15 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-397b" \
   "memlock=-1:-1" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
+  "-v" \
+  "/etc/blackwell-serving/qwen35-397b.env:/run/secrets/blackwell-serving.env:ro" \
   "-e" \
   "HF_HUB_OFFLINE" \
-  "-e" \
-  "SGLANG_API_KEY" \
   "blackwell-serving/sglang-cu13:6652dad398a1" \
+  "/bin/sh" \
+  "-c" \
+  "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \
+  "engine" \
   "python3" \
   "-m" \
   "sglang.launch_server" \

@@ -35,7 +35,6 @@ Environment="RAY_NODE_IP_ADDRESS=192.168.200.12"
 Environment="HF_HUB_OFFLINE=1"
 Environment="VLLM_ATTENTION_BACKEND=FLASHINFER"
 Environment="RAY_ADDRESS=192.168.200.12:6379"
-EnvironmentFile=/etc/blackwell-serving/qwen35.env
 ExecStartPre="/bin/sh" "-c" "sync && echo 3 > /proc/sys/vm/drop_caches"
 ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35"
 ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
@@ -58,6 +57,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
   "-v" \
   "/var/lib/blackwell-serving/ray/qwen35-ray:/tmp/ray" \
+  "-v" \
+  "/etc/blackwell-serving/qwen35.env:/run/secrets/blackwell-serving.env:ro" \
   "-e" \
   "NCCL_SOCKET_IFNAME" \
   "-e" \
@@ -82,9 +83,11 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
   "VLLM_ATTENTION_BACKEND" \
   "-e" \
   "RAY_ADDRESS" \
-  "-e" \
-  "VLLM_API_KEY" \
   "blackwell-serving/vllm-qwen35:103543d29b70" \
+  "/bin/sh" \
+  "-c" \
+  "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \
+  "engine" \
   "vllm" \
   "serve" \
   "/var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000" \
