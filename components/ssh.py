@@ -9,6 +9,7 @@ import os
 import shlex
 import subprocess
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Mapping
@@ -34,10 +35,11 @@ class RemoteError(Exception):
 
 
 @contextmanager
-def ssh_argv(conn: Connection) -> Iterator[list[str]]:
-    """argv prefix for `ssh` to this node; the key and known_hosts live in a private temp dir
-    for the duration of the call only."""
-    with tempfile.TemporaryDirectory(prefix="bws-ssh-") as tmp:
+def ssh_argv(conn: Connection) -> Iterator[tuple[list[str], dict]]:
+    """(argv prefix for `ssh` to this node, its environment). The pinned known_hosts lives in a
+    private temp dir for the call only; the key is never written anywhere: an ssh-agent of this
+    call holds it in memory (key_agent)."""
+    with tempfile.TemporaryDirectory(prefix="bws-ssh-") as tmp, key_agent(conn.private_key, tmp) as env:
         known_hosts = os.path.join(tmp, "known_hosts")
         host = conn.host if conn.port == 22 else f"[{conn.host}]:{conn.port}"
         with open(known_hosts, "w") as f:
@@ -46,22 +48,48 @@ def ssh_argv(conn: Connection) -> Iterator[list[str]]:
                 "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
                 "-o", f"ConnectTimeout={conn.connect_timeout_s}", "-o", "ServerAliveInterval=15",
                 "-o", "ServerAliveCountMax=4", "-o", "LogLevel=ERROR"]
-        if conn.private_key:
-            key = os.path.join(tmp, "key")
-            fd = os.open(key, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-            with os.fdopen(fd, "w") as f:
-                f.write(conn.private_key if conn.private_key.endswith("\n") else conn.private_key + "\n")
-            argv += ["-i", key, "-o", "IdentitiesOnly=yes"]
-        yield [*argv, "-l", conn.user, conn.host]
+        yield [*argv, "-l", conn.user, conn.host], env
+
+
+@contextmanager
+def key_agent(private_key: str | None, directory: str) -> Iterator[dict]:
+    """The environment for ssh with `private_key` held by an ssh-agent of our own, listening in
+    `directory`: the key stays in memory, never in a file. The agent runs `cat` on a pipe from
+    this process as its command: when this process ends, however (a SIGKILL too), the pipe
+    closes, cat ends, and the agent follows it within its 10 s check. Without a key: the
+    caller's own agent, if any."""
+    env = dict(os.environ)
+    if not private_key:
+        yield env
+        return
+    sock = os.path.join(directory, "agent.sock")
+    agent = subprocess.Popen(["ssh-agent", "-a", sock, "cat"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL)
+    env["SSH_AUTH_SOCK"] = sock
+    try:
+        deadline = time.monotonic() + 10
+        while not os.path.exists(sock):
+            if agent.poll() is not None or time.monotonic() > deadline:
+                raise RemoteError("ssh-agent did not start")
+            time.sleep(0.01)
+        text = private_key if private_key.endswith("\n") else private_key + "\n"
+        added = subprocess.run(["ssh-add", "-q", "-"], input=text.encode(), env=env, capture_output=True, timeout=10)
+        if added.returncode != 0:
+            raise RemoteError(f"the stack's SSH key was refused: {added.stderr.decode(errors='replace').strip()}")
+        yield env
+    finally:
+        subprocess.run(["ssh-add", "-q", "-D"], env=env, capture_output=True, timeout=10)  # the key goes now
+        agent.stdin.close()
+        agent.wait()
 
 
 def run_script(conn: Connection, script: str, *, timeout_s: int = 60, what: str = "script") -> tuple[str, str]:
     """(stdout, stderr) of `script` run by bash on the node; RemoteError when it fails, with
     ssh's own status (255) told apart from a script's failure."""
-    with ssh_argv(conn) as argv:
+    with ssh_argv(conn) as (argv, env):
         try:
             done = subprocess.run([*argv, "bash -c " + shlex.quote(script)], stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=timeout_s)
+                                  capture_output=True, timeout=timeout_s, env=env)
         except subprocess.TimeoutExpired:
             raise RemoteError(f"{what} on {conn.host}: no answer within {timeout_s} s") from None
     out = done.stdout.decode(errors="replace")
