@@ -1,0 +1,188 @@
+"""Chaos benchmark on the lab (a script, not a test; bounded; traffic only to the lab's nodes).
+
+    source scripts/env.sh && python bench/chaos_bench.py [--runs 20] [--kill-window 20 400] [--seed N]
+
+Each run: destroy the `lab` stack; start `pulumi up`; at a random moment of the kill window send
+SIGINT or SIGKILL (chosen at random); then run `up` again the way an operator would after an
+interruption (clear the stale backend lock of the dead run: python -m components.todo.interrupted)
+and require it to converge; then check the nodes themselves: our units active, the image with one
+ID on both nodes, the model cache verified in full on both, glm stopped and disabled, embeddings
+running, a real chat completion through the endpoint, and no process of the killed run left on
+this machine. Reports k/N converged, the median time of the resumed `up`, and every bad state
+found. Writes bench/results/chaos-<time>.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import random
+import signal
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from tests.lab import topology as lab  # noqa: E402
+
+NODE1, NODE2 = lab.nodes(2)
+MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
+UP_TIMEOUT_S = 2400
+UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service"], NODE2: ["bws-tiny-ray-worker.service"]}
+
+
+def pulumi(*args: str, timeout: int = UP_TIMEOUT_S) -> subprocess.CompletedProcess:
+    return subprocess.run(["pulumi", *args, "--stack", "lab", "--non-interactive"], cwd=REPO, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+def on_node(node, command: str) -> str:
+    done = subprocess.run(node.ssh_argv(command), capture_output=True, text=True, timeout=600)
+    return done.stdout.strip() if done.returncode == 0 else f"<failed: {done.stderr.strip()[-200:]}>"
+
+
+def descendants(pid: int) -> dict[int, str]:
+    """The processes under `pid` now (pid → command line): the run's language host, provider,
+    ssh and scripts."""
+    children: dict[int, list[tuple[int, str]]] = {}
+    for line in subprocess.run(["ps", "-eo", "pid=,ppid=,args="], capture_output=True, text=True).stdout.splitlines():
+        parts = line.split(None, 2)
+        if len(parts) >= 2:
+            children.setdefault(int(parts[1]), []).append((int(parts[0]), parts[2] if len(parts) == 3 else ""))
+    found, todo = {}, [pid]
+    while todo:
+        for child, args in children.get(todo.pop(), []):
+            found[child] = args[:120]
+            todo.append(child)
+    return found
+
+
+def still_running(processes: dict[int, str]) -> list[str]:
+    """Those of `processes` alive now (a killed parent's children are re-parented, so they are
+    looked up by pid and command line, not under the parent)."""
+    alive = []
+    for pid, args in processes.items():
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                now = f.read().replace(b"\0", b" ").decode(errors="replace").strip()
+        except OSError:
+            continue
+        if now[:60] == args[:60]:
+            alive.append(f"{pid} {args}")
+    return alive
+
+
+def check_nodes(api_key: str) -> list[str]:
+    bad = []
+    for node, units in UNITS.items():
+        for unit in units:
+            state = on_node(node, f"systemctl is-active {unit} || true")
+            if state != "active":
+                bad.append(f"{node.name}: {unit} is {state}")
+    ids = {n.name: on_node(n, "docker images -q --no-trunc blackwell-serving/vllm-lab | head -1") for n in (NODE1, NODE2)}
+    if len(set(ids.values())) != 1 or not all(ids.values()):
+        bad.append(f"image IDs differ or missing: {ids}")
+    for node in (NODE1, NODE2):
+        verify = on_node(node, f"cd {MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256 && echo ok")
+        if verify != "ok":
+            bad.append(f"{node.name}: model cache not verified: {verify}")
+    if on_node(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "active":
+        bad.append("lab-1: glm is running")
+    if on_node(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") != "disabled":
+        bad.append("lab-1: glm is not disabled")
+    if on_node(NODE2, f"systemctl is-active {lab.EMBEDDINGS_UNIT} || true") != "active":
+        bad.append("lab-2: embeddings is not running")
+    try:
+        body = json.dumps({"model": "tiny", "max_tokens": 4,
+                           "messages": [{"role": "user", "content": "hello"}]}).encode()
+        request = urllib.request.Request(f"http://{NODE1.mgmt_ip}:8000/v1/chat/completions", data=body,
+                                         headers={"Content-Type": "application/json",
+                                                  "Authorization": f"Bearer {api_key}"})
+        with urllib.request.urlopen(request, timeout=120) as reply:
+            if "choices" not in json.loads(reply.read()):
+                bad.append("no completion")
+    except Exception as err:  # noqa: BLE001 — a bench records what it saw
+        bad.append(f"completion failed: {err}")
+    return bad
+
+
+def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: str) -> dict:
+    down = pulumi("destroy", "--yes", "--skip-preview")
+    if down.returncode != 0:
+        return {"run": i, "error": "destroy failed: " + down.stderr[-500:]}
+    sig = rng.choice([signal.SIGINT, signal.SIGKILL])
+    at = rng.uniform(*window)
+    before: dict[int, str] = {}
+    proc = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive"],
+                            cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        proc.wait(timeout=at)
+        finished_first = True
+    except subprocess.TimeoutExpired:
+        finished_first = False
+        before = descendants(proc.pid)
+        proc.send_signal(sig)
+        try:
+            proc.wait(timeout=120 if sig == signal.SIGINT else 30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+    time.sleep(15)   # what ends with its parent has ended by now
+    left = [] if finished_first else still_running(before)
+    subprocess.run([sys.executable, "-m", "components.todo.interrupted", "--stack", "lab"], cwd=REPO, env=ENV)
+    start = time.monotonic()
+    up = pulumi("up", "--yes", "--skip-preview")
+    resumed_s = time.monotonic() - start
+    bad = check_nodes(api_key) if up.returncode == 0 else [f"resumed up failed: {up.stdout[-800:]} {up.stderr[-400:]}"]
+    return {"run": i, "signal": sig.name, "at_s": round(at, 1), "finished_before_signal": finished_first,
+            "resumed_up_s": round(resumed_s, 1), "converged": up.returncode == 0 and not bad,
+            "bad": bad, "leftover_processes": left}
+
+
+def main() -> None:
+    global ENV
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--kill-window", type=float, nargs=2, default=(20.0, 400.0), metavar=("FROM_S", "TO_S"))
+    parser.add_argument("--seed", type=int, default=None)
+    args = parser.parse_args()
+    if not 1 <= args.runs <= 100:
+        parser.error("--runs must be 1..100 (each run is a full converge)")
+    ENV = {k: v for k, v in os.environ.items() if k != "PULUMI_CONFIG_PASSPHRASE_FILE"}
+    ENV.update(lab.pulumi_env({}))
+    seed = args.seed if args.seed is not None else int(time.time())
+    rng = random.Random(seed)
+    api_key = (lab.STATE_DIR / "api-key").read_text().strip()
+    subprocess.run(["pulumi", "stack", "select", "--create", "lab", "--non-interactive"], cwd=REPO, env=ENV,
+                   check=True, capture_output=True)
+    runs = []
+    for i in range(1, args.runs + 1):
+        result = one_run(i, rng, tuple(args.kill_window), api_key)
+        runs.append(result)
+        print(json.dumps(result), flush=True)
+    converged = [r for r in runs if r.get("converged")]
+    summary = {"seed": seed, "runs": len(runs), "converged": len(converged),
+               "median_resumed_up_s": statistics.median(r["resumed_up_s"] for r in runs if "resumed_up_s" in r)
+               if runs else None,
+               "bad_states": [r for r in runs if not r.get("converged")],
+               "runs_with_leftover_processes": sum(1 for r in runs if r.get("leftover_processes")),
+               "detail": runs}
+    out_dir = REPO / "bench" / "results"
+    out_dir.mkdir(parents=True, exist_ok=True)
+    path = out_dir / f"chaos-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"{summary['converged']}/{summary['runs']} converged; median resumed up "
+          f"{summary['median_resumed_up_s']} s; {summary['runs_with_leftover_processes']} runs left processes; "
+          f"written to {path}")
+
+
+ENV: dict = {}
+
+if __name__ == "__main__":
+    main()
