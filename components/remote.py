@@ -71,7 +71,8 @@ def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, t
     """The login shell's command: take the step's lock on the node (an earlier run of the same
     step still going there — an interrupted `up` — is waited for, never raced), then skip the
     scripts before `which` on stdin, read that one, skip the ones after it, and run it with bash
-    under `timeout`; what is left on stdin is the script's own data. `head -c` reads exactly that many bytes, never more."""
+    under `timeout`; what is left on stdin is the script's own data. `head -c` reads exactly
+    that many bytes, never more."""
     sizes = [len(s.encode()) for s in scripts]
     before, after = sum(sizes[:which]), sum(sizes[which + 1:])
     reader = ((f"head -c {before} >/dev/null && " if before else "") + f"s=$(head -c {sizes[which]}) && "
@@ -105,13 +106,12 @@ def drift_transform(observed: Callable[[], str]):
     `ignore_changes` on the environment when it does not."""
     def transform(args: pulumi.ResourceTransformArgs) -> pulumi.ResourceTransformResult:
         reason = observed()
-        props = dict(args.props)
         if reason:
             stamp = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
-            props["environment"] = {DRIFT_VAR: f"{reason} (observed {stamp})"}
+            props = {**args.props, "environment": {DRIFT_VAR: f"{reason} (observed {stamp})"}}
             return pulumi.ResourceTransformResult(props=props, opts=args.opts)
         opts = pulumi.ResourceOptions.merge(args.opts, pulumi.ResourceOptions(ignore_changes=["environment"]))
-        return pulumi.ResourceTransformResult(props=props, opts=opts)
+        return pulumi.ResourceTransformResult(props=args.props, opts=opts)
     return transform
 
 

@@ -6,8 +6,8 @@
 # stdin and is held by an ssh-agent of this run only (in memory; it ends with the run).
 # Content of the directory: absent
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'upload tiny-upload on lab-1' "$*" >&2; }
-progress_log=/tmp/blackwell-serving-upload-tiny-upload-on-lab-1.log
+log() { printf '[blackwell %s] %s\n' 'tiny-upload on lab-1' "$*" >&2; }
+progress_log=/tmp/blackwell-serving-tiny-upload-on-lab-1.log
 progress() {
   mkdir -p "$(dirname "$progress_log")"
   if [ -z "${progress_told:-}" ]; then
