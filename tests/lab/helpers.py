@@ -21,9 +21,30 @@ def sh(node: lab.Node, command: str, check: bool = True) -> str:
     return run.stdout.strip()
 
 
-def pulumi(*args: str, timeout: int = 2400, stack: str = STACK) -> subprocess.CompletedProcess:
-    return subprocess.run(["pulumi", *args, "--stack", stack, "--non-interactive"], cwd=REPO,
+def pulumi(*args: str, timeout: int = 2400, stack: str = STACK, cwd=REPO) -> subprocess.CompletedProcess:
+    return subprocess.run(["pulumi", *args, "--stack", stack, "--non-interactive"], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, env=lab.pulumi_env())
+
+
+def project_with_a_module_moved(tmp_path):
+    """A copy of the program in which components/services.py has moved to another module (the
+    kind of refactoring an operator's next release brings), on the same backend and stack: the
+    state contract says their state must not notice."""
+    import shutil
+    copy = tmp_path / "moved"
+    copy.mkdir()
+    for name in ("Pulumi.yaml", "__main__.py", "components", "templates", "stacks"):
+        src = REPO / name
+        if src.is_dir():
+            shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(src, copy / name)
+    (copy / "components" / "services.py").rename(copy / "components" / "foreign_units.py")
+    stack_py = copy / "components" / "stack.py"
+    stack_py.write_text(stack_py.read_text().replace("from .services import", "from .foreign_units import"))
+    (copy / ".venv").symlink_to(REPO / ".venv")
+    (copy / "tests").symlink_to(REPO / "tests")
+    return copy
 
 
 def unit_prop(node, unit, prop) -> str:
