@@ -156,18 +156,16 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
     """Stream a directory of the operator's machine into remote_dir on the node with rsync over
     SSH (host key pinned): resumable (--partial), only what differs moves (files already in
     copy_dest, the installed copy, are copied on the node instead of sent). Runs again when the
-    directory's content changed (its digest is in the command)."""
-    local_dir = os.path.abspath(os.path.expanduser(local_dir))
+    directory's content changed (its digest is the step's trigger: the upload has no undo, so
+    the replacement is just the upload again). local_dir as the stack says it: relative to the
+    project, where the engine runs the program and its local commands."""
     key = node.connection["private_key"]
     script = render("scripts/upload-dir.sh.j2", label=f"{name} on {node.name}", local_dir=local_dir,
                     remote_dir=remote_dir, copy_dest=copy_dest, host=node.spec.host, port=node.spec.ssh.port,
-                    user=node.spec.ssh.user, host_key=node.spec.ssh.host_key, key_on_stdin=key is not None,
-                    connect_timeout_s=node.spec.ssh.connect_timeout_s, digest=directory_digest(local_dir))
+                    user=node.spec.ssh.user, host_key=node.spec.ssh.host_key,
+                    connect_timeout_s=node.spec.ssh.connect_timeout_s)
     command = command_local.Command(
-        # With a key: an ssh-agent of this run holds it (the script adds it from stdin); the agent
-        # ends when the script does, however it ends.
-        name, create=script, interpreter=["ssh-agent", "/bin/bash", "-c"] if key is not None else ["/bin/bash", "-c"],
-        stdin=key,
+        name, create=script, interpreter=["/bin/bash", "-c"], stdin=key, triggers=[directory_digest(local_dir)],
         add_previous_output_in_env=False, logging=command_local.Logging.STDERR,
         opts=step_options(node, parent, depends_on, expect))
     node.record_step(command, step)
