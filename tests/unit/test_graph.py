@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 
-import pulumi
 import pytest
 
 from tests.unit import systemd_syntax
