@@ -22,6 +22,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from pathlib import Path
@@ -29,11 +30,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from components.config import load_stack_file  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
 
 NODE1, NODE2 = lab.nodes(2)
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 UP_TIMEOUT_S = 2400
+# The name the lab deployment serves its model under (stacks/Pulumi.lab.yaml).
+SERVED_NAME = load_stack_file(REPO / "stacks" / "Pulumi.lab.yaml").deployments[0].served_name
 UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service"], NODE2: ["bws-tiny-ray-worker.service"]}
 
 
@@ -78,6 +82,26 @@ def still_running(processes: dict[int, str]) -> list[str]:
     return alive
 
 
+class Linger(threading.Thread):
+    """Watches leftover processes ("pid args") in the background while the resumed `up` runs:
+    seconds until all are gone, or None if they outlive `limit_s`."""
+
+    def __init__(self, processes: list[str], limit_s: float = 900):
+        super().__init__(daemon=True)
+        self.pids = [int(p.split()[0]) for p in processes]
+        self.limit_s = limit_s
+        self.gone_after_s: float | None = 0.0 if not processes else None
+        self.start()
+
+    def run(self) -> None:
+        start = time.monotonic()
+        while time.monotonic() - start < self.limit_s:
+            if not any(os.path.exists(f"/proc/{pid}") for pid in self.pids):
+                self.gone_after_s = round(time.monotonic() - start, 1)
+                return
+            time.sleep(1)
+
+
 def check_nodes(api_key: str) -> list[str]:
     bad = []
     for node, units in UNITS.items():
@@ -99,7 +123,7 @@ def check_nodes(api_key: str) -> list[str]:
     if on_node(NODE2, f"systemctl is-active {lab.EMBEDDINGS_UNIT} || true") != "active":
         bad.append("lab-2: embeddings is not running")
     try:
-        body = json.dumps({"model": "tiny", "max_tokens": 4,
+        body = json.dumps({"model": SERVED_NAME, "max_tokens": 4,
                            "messages": [{"role": "user", "content": "hello"}]}).encode()
         request = urllib.request.Request(f"http://{NODE1.mgmt_ip}:8000/v1/chat/completions", data=body,
                                          headers={"Content-Type": "application/json",
@@ -135,6 +159,7 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
             proc.wait()
     time.sleep(15)   # what ends with its parent has ended by now
     left = [] if finished_first else still_running(before)
+    lingering = Linger(left)
     subprocess.run([sys.executable, "-m", "components.todo.interrupted", "--stack", "lab"], cwd=REPO, env=ENV)
     start = time.monotonic()
     up = pulumi("up", "--yes", "--skip-preview")
@@ -142,7 +167,9 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     bad = check_nodes(api_key) if up.returncode == 0 else [f"resumed up failed: {up.stdout[-800:]} {up.stderr[-400:]}"]
     return {"run": i, "signal": sig.name, "at_s": round(at, 1), "finished_before_signal": finished_first,
             "resumed_up_s": round(resumed_s, 1), "converged": up.returncode == 0 and not bad,
-            "bad": bad, "leftover_processes": left}
+            "bad": bad, "leftover_processes": left,
+            # measured from 15 s after the signal; None: still there when the checks ended
+            "leftovers_gone_after_s": lingering.gone_after_s}
 
 
 def main() -> None:
