@@ -91,7 +91,7 @@ class Linger(threading.Thread):
         self.pids = [int(p.split()[0]) for p in processes]
         self.limit_s = limit_s
         self.gone_after_s: float | None = 0.0 if not processes else None
-        self.start()
+        self.start()   # runs while the resumed `up` does
 
     def run(self) -> None:
         start = time.monotonic()
@@ -165,11 +165,12 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     up = pulumi("up", "--yes", "--skip-preview")
     resumed_s = time.monotonic() - start
     bad = check_nodes(api_key) if up.returncode == 0 else [f"resumed up failed: {up.stdout[-800:]} {up.stderr[-400:]}"]
+    # How long the leftovers lingered (from 15 s after the signal; None: still there after the
+    # watcher's limit), waited for here so that the next run starts clean.
+    lingering.join()
     return {"run": i, "signal": sig.name, "at_s": round(at, 1), "finished_before_signal": finished_first,
             "resumed_up_s": round(resumed_s, 1), "converged": up.returncode == 0 and not bad,
-            "bad": bad, "leftover_processes": left,
-            # measured from 15 s after the signal; None: still there when the checks ended
-            "leftovers_gone_after_s": lingering.gone_after_s}
+            "bad": bad, "leftover_processes": left, "leftovers_gone_after_s": lingering.gone_after_s}
 
 
 def main() -> None:
