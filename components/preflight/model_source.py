@@ -17,6 +17,22 @@ class ModelFactsUnavailable(Exception):
     """No config.json to compute with; the fit is then reported as unchecked, not failed."""
 
 
+class ModelConfigError(Exception):
+    """The operator's own model directory has a config.json no engine could load: the plan stops."""
+
+
+def read_local_config(path: Path) -> dict:
+    """A local model's config.json as a JSON object, or ModelConfigError saying what is wrong."""
+    fix = "fix: write the model's config.json again (copy it from the model's repository)"
+    try:
+        doc = json.loads(path.read_bytes().decode("utf-8"))
+    except (OSError, ValueError) as err:  # unreadable, not UTF-8, not JSON
+        raise ModelConfigError(f"{path}: not a readable JSON file ({err}); {fix}") from None
+    if not isinstance(doc, dict):
+        raise ModelConfigError(f"{path}: holds a JSON {type(doc).__name__}, not an object; {fix}")
+    return doc
+
+
 def catalog_entry(repo: str) -> tuple[dict, int] | None:
     path = CATALOG / f"{repo.replace('/', '--')}.json"
     if not path.is_file():
@@ -41,7 +57,13 @@ def config_and_weight_bytes(spec: ModelSpec, offline: bool) -> tuple[tuple[dict,
         directory = Path(spec.source.path).expanduser()
         if not (directory / "config.json").is_file():
             raise ModelFactsUnavailable(f"{directory}/config.json not found")
-        return (json.loads((directory / "config.json").read_text()), safetensors_dir_bytes(directory)), str(directory)
+        config = read_local_config(directory / "config.json")
+        try:
+            weights = safetensors_dir_bytes(directory)
+        except OSError as err:
+            raise ModelConfigError(f"{directory}: {err}; fix: the directory must hold the model's *.safetensors "
+                                   f"weights (models[].source.path)") from None
+        return (config, weights), str(directory)
     if spec.source.kind == "hub" and not offline:
         try:
             return from_hub(spec), f"hub {spec.repo}@{spec.revision[:12]}"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ..config.schema import DeploymentSpec, StackSpec
 from .fit import FitReport, Layout, NodeSpec, check_fit
 from .model_facts import GB, model_facts_from_config
-from .model_source import ModelFactsUnavailable, config_and_weight_bytes
+from .model_source import ModelConfigError, ModelFactsUnavailable, config_and_weight_bytes
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,14 @@ def deployment_fit(spec: StackSpec, d: DeploymentSpec, offline: bool) -> Deploym
         (config, weight_bytes), source = config_and_weight_bytes(spec.model(d.model), offline)
     except ModelFactsUnavailable as exc:
         return DeploymentFit(d.name, "", None, str(exc))
-    facts = model_facts_from_config(config, weight_bytes=weight_bytes)
+    except ModelConfigError as exc:
+        raise PreflightError(f"deployment {d.name}: {exc}\nNothing was changed on any node.") from None
+    try:
+        facts = model_facts_from_config(config, weight_bytes=weight_bytes)
+    except (ValueError, TypeError, KeyError, AttributeError) as exc:
+        raise PreflightError(f"deployment {d.name}: the config.json of model {d.model} ({source}) is not a model "
+                             f"config the fit can read ({exc.__class__.__name__}: {exc}); fix: check its "
+                             f"architecture and size fields\nNothing was changed on any node.") from None
     report = check_fit(facts, layout(spec, d), max_model_len=d.max_model_len, max_num_seqs=d.max_num_seqs or 1,
                        kv_cache_dtype=d.kv_cache_dtype, memory_fraction=d.memory_fraction)
     return DeploymentFit(d.name, source, report)

@@ -59,3 +59,28 @@ def test_a_model_without_config_or_catalog_entry_is_reported_unchecked(tmp_path)
     fit = stack_fit(lab.model_copy(update={"models": [missing]}), offline=True)[0]
     assert fit.report is None
     assert "not checked" in fit.lines()[0]
+
+
+@pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00garbage", b"[1, 2]",
+                                     b'{"architectures": ["LlamaForCausalLM"], "num_hidden_layers": "two"}'])
+def test_a_broken_config_of_a_local_model_stops_the_plan_with_one_message(tmp_path, content):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_bytes(content)
+    (model / "model.safetensors").write_bytes(b"\0" * 4096)
+    lab = spec("lab")
+    broken = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
+    with pytest.raises(PreflightError) as err:
+        check_stack_fit(lab.model_copy(update={"models": [broken]}), offline=True, log=lambda _: None)
+    text = str(err.value)
+    assert "deployment tiny" in text and "config.json" in text and "fix:" in text and "Nothing was changed" in text
+
+
+def test_a_local_model_without_weights_stops_the_plan_with_one_message(tmp_path):
+    model = tmp_path / "m"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
+    lab = spec("lab")
+    empty = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
+    with pytest.raises(PreflightError, match=r"safetensors.*fix:"):
+        check_stack_fit(lab.model_copy(update={"models": [empty]}), offline=True, log=lambda _: None)
