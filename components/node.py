@@ -37,7 +37,6 @@ class Node(pulumi.ComponentResource):
         # component's outputs once the stack is built (finish()).
         self.steps: list[tuple[pulumi.Resource, StepInfo]] = []
 
-
     def finish(self) -> None:
         """Register the outputs, what each of this node's steps is among them (components/steps.py)."""
         self.register_outputs({"host": self.spec.host, "arch": self.spec.arch,

@@ -39,7 +39,7 @@ from pulumi_command import remote as command_remote
 
 from .node import Node
 from .observe.expect import Expectation
-from .render import render, slug
+from .render import digest, render, slug
 from .steps import StepInfo
 
 DRIFT_VAR = "LC_BLACKWELL_DRIFT"
@@ -62,10 +62,6 @@ def connection(node: Node) -> command_remote.ConnectionArgs:
         per_dial_timeout=min(PER_DIAL_TIMEOUT_S, c["connect_timeout_s"]))
 
 
-def script_digest(script: str) -> str:
-    return hashlib.sha256(script.encode()).hexdigest()[:16]
-
-
 def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, timeout_s: int,
                  inputs: Sequence[str] = ()) -> str:
     """The login shell's command: take the step's lock on the node (an earlier run of the same
@@ -80,7 +76,7 @@ def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, t
     runner = ('exec 9>"$1" && { flock -n 9 || { printf "%s\\n" "$2" >&2; flock 9; }; } '
               f'&& exec timeout --kill-after={KILL_AFTER_S} "$3" bash -c "$4"')
     waiting = f"[blackwell {label}] waiting for an earlier run of this step on the node to end"
-    env = [f"BWS_STEP={shlex.quote(label)}", f"BWS_SCRIPT={script_digest(scripts[which])}"]
+    env = [f"BWS_STEP={shlex.quote(label)}", f"BWS_SCRIPT={digest(scripts[which], length=16)}"]
     if inputs:
         env.append(f"BWS_INPUTS={shlex.quote(' '.join(inputs))}")
     args = [f"{LOCK_DIR}/blackwell-serving-{slug(lock)}.lock", waiting, str(timeout_s), reader]
