@@ -32,7 +32,8 @@ def test_spark_duo_preview_lists_the_deployment(project):
     script_of = lambda name: script(steps[name])
     assert "systemctl disable --now vllm-cluster.service" in script_of("spark-1a32-vllm-cluster-retire")
     assert "systemctl is-active --quiet vllm-embeddings.service" in script_of("spark-5be3-vllm-embeddings-check")
-    assert "transformers>=5.2" in script_of("vllm-qwen35-build")
+    # Seed 002: the image that served, pulled as it is (no transformers layer).
+    assert "docker pull hellohal2064/vllm-qwen3.5-gb10:latest" in script_of("vllm-qwen35-build")
     # Steps that carry a secret on stdin (the HF token, the API key's EnvironmentFile) show it
     # only as a secret, scripts included; their content is pinned by the unit and render tests.
     for secret_carrier in ("qwen35-122b-fetch", "qwen35-spark-1a32-install"):

@@ -53,7 +53,7 @@ unit bws-qwen35.service
 unit vllm-cluster.service
 unit vllm-proxy.service
 unit vllm-reranker.service
-image blackwell-serving/vllm-qwen35:103543d29b70
+image hellohal2064/vllm-qwen3.5-gb10:latest
 dir /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
 link enp1s0f1np1
 rdma rocep1s0f1/1

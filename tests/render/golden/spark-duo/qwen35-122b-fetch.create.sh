@@ -58,7 +58,7 @@ cat > "$token_file"
 log downloading Qwen/Qwen3.5-122B-A10B-FP8@0000000000000000000000000000000000000000
 docker run --rm --name "$downloader" --network host -v "$staging":/dest \
 -v "$token_file":/run/secrets/hf_token:ro -e HF_TOKEN_PATH=/run/secrets/hf_token \
-  --entrypoint python3 nvcr.io/nvidia/vllm:26.02-py3 -c \
+  --entrypoint python3 hellohal2064/vllm-qwen3.5-gb10:latest -c \
   'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/dest")' \
   Qwen/Qwen3.5-122B-A10B-FP8 0000000000000000000000000000000000000000 2>&1 | progress
 rm -rf "$staging/.cache"

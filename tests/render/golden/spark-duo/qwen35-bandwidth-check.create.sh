@@ -44,7 +44,7 @@ docker rm -f "$container" >/dev/null 2>&1 || true
   peer timeout -k 10 404 \
       env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.13 SGLANG_HOST_IP=192.168.200.13 RAY_NODE_IP_ADDRESS=192.168.200.13 MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=1 \
       docker run -i --rm --name bws-qwen35-bw-1 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
-      --entrypoint python3 blackwell-serving/vllm-qwen35:103543d29b70 - nccl 1024 5 404 < "$script" >&2 &
+      --entrypoint python3 hellohal2064/vllm-qwen3.5-gb10:latest - nccl 1024 5 404 < "$script" >&2 &
   rank_ssh=$!
   wait "$rank_ssh"
 ) &
@@ -54,7 +54,7 @@ rc=0
 timeout -k 10 404 \
   env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.12 SGLANG_HOST_IP=192.168.200.12 RAY_NODE_IP_ADDRESS=192.168.200.12 MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=0 \
   docker run -i --rm --name bws-qwen35-bw-0 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
-  --entrypoint python3 blackwell-serving/vllm-qwen35:103543d29b70 - nccl 1024 5 404 < "$script" > "$out" || rc=$?
+  --entrypoint python3 hellohal2064/vllm-qwen3.5-gb10:latest - nccl 1024 5 404 < "$script" > "$out" || rc=$?
 if [ "$rc" -ne 0 ]; then
   why="failed (exit $rc, above)"
   [ "$rc" -ne 124 ] || why="did not finish in 404 s"

@@ -63,7 +63,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-ray-head" \
   "SGLANG_HOST_IP" \
   "-e" \
   "RAY_NODE_IP_ADDRESS" \
-  "blackwell-serving/vllm-qwen35:103543d29b70" \
+  "hellohal2064/vllm-qwen3.5-gb10:latest" \
   "ray" \
   "start" \
   "--head" \

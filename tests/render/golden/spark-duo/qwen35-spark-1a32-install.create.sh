@@ -83,7 +83,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
   "VLLM_ATTENTION_BACKEND" \
   "-e" \
   "RAY_ADDRESS" \
-  "blackwell-serving/vllm-qwen35:103543d29b70" \
+  "hellohal2064/vllm-qwen3.5-gb10:latest" \
   "/bin/sh" \
   "-c" \
   "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \

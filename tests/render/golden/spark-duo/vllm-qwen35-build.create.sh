@@ -5,8 +5,8 @@
 # moved (a mutable tag re-pushed) means a rebuild. The image is built under a staging tag and
 # tagged for real only once built: nothing half-built carries the real tag.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/vllm-qwen35:103543d29b70' "$*" >&2; }
-progress_log=/var/log/blackwell-serving/image-blackwell-serving-vllm-qwen35-103543d29b70.log
+log() { printf '[blackwell %s] %s\n' 'image hellohal2064/vllm-qwen3.5-gb10:latest' "$*" >&2; }
+progress_log=/var/log/blackwell-serving/image-hellohal2064-vllm-qwen3.5-gb10-latest.log
 progress() {
   mkdir -p "$(dirname "$progress_log")"
   if [ -z "${progress_told:-}" ]; then
@@ -24,33 +24,9 @@ progress() {
   ' >&2
 }
 log "pulling base image"
-if ! docker pull nvcr.io/nvidia/vllm:26.02-py3 2>&1 | progress; then
-  docker image inspect nvcr.io/nvidia/vllm:26.02-py3 >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+if ! docker pull hellohal2064/vllm-qwen3.5-gb10:latest 2>&1 | progress; then
+  docker image inspect hellohal2064/vllm-qwen3.5-gb10:latest >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
   log "registry unreachable; using the base image already here"
 fi
-base_id=$(docker image inspect --format '{{.Id}}' nvcr.io/nvidia/vllm:26.02-py3)
-if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/vllm-qwen35:103543d29b70 2>/dev/null) \
-   && [ "$built_on" = "$base_id" ]; then
-  log "already built on this base"
-  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-qwen35:103543d29b70)"
-  exit 0
-fi
-ctx=$(mktemp -d)
-trap 'rm -rf "$ctx"' EXIT
-cat > "$ctx/Dockerfile" <<'BWS_DOCKERFILE_EOF'
-# Derived engine image: the base engine plus a transformers upgrade layer and pinned pip packages.
-# Rendered by blackwell-serving; its content address is the image tag.
-FROM nvcr.io/nvidia/vllm:26.02-py3
-RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.2' \
- && python3 -c "import transformers; print('transformers', transformers.__version__)"
-LABEL org.blackwell-serving.base=nvcr.io/nvidia/vllm:26.02-py3
-BWS_DOCKERFILE_EOF
-log "building on base $base_id"
-previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-qwen35:103543d29b70 2>/dev/null || true)
-docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
-  -t blackwell-serving/vllm-qwen35:103543d29b70-staging "$ctx" 2>&1 | progress
-docker tag blackwell-serving/vllm-qwen35:103543d29b70-staging blackwell-serving/vllm-qwen35:103543d29b70
-docker rmi blackwell-serving/vllm-qwen35:103543d29b70-staging >/dev/null
-# The image this tag named before (an older base): gone unless something still uses it.
-[ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
-echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-qwen35:103543d29b70)"
+base_id=$(docker image inspect --format '{{.Id}}' hellohal2064/vllm-qwen3.5-gb10:latest)
+echo "image-id=$base_id"

@@ -3,8 +3,8 @@
 # otherwise streamed once with docker save | ssh docker load, then checked by ID.
 # Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/vllm-qwen35:103543d29b70 -> spark-5be3' "$*" >&2; }
-progress_log=/var/log/blackwell-serving/image-blackwell-serving-vllm-qwen35-103543d29b70-spark-5be3.log
+log() { printf '[blackwell %s] %s\n' 'image hellohal2064/vllm-qwen3.5-gb10:latest -> spark-5be3' "$*" >&2; }
+progress_log=/var/log/blackwell-serving/image-hellohal2064-vllm-qwen3.5-gb10-latest-spark-5be3.log
 progress() {
   mkdir -p "$(dirname "$progress_log")"
   if [ -z "${progress_told:-}" ]; then
@@ -29,23 +29,23 @@ peer_ssh=(ssh -F /dev/null -i /root/.ssh/id_ed25519 -o IdentitiesOnly=yes -o Bat
           -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 -o ServerAliveInterval=15
           -o ServerAliveCountMax=4 -o Compression=no -o LogLevel=ERROR)
 peer() { "${peer_ssh[@]}" root@192.168.200.13 "$@"; }
-want=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-qwen35:103543d29b70)
-have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/vllm-qwen35:103543d29b70 2>/dev/null || true)
+want=$(docker image inspect --format '{{.Id}}' hellohal2064/vllm-qwen3.5-gb10:latest)
+have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' hellohal2064/vllm-qwen3.5-gb10:latest 2>/dev/null || true)
 had=$have
 if [ "$have" = "$want" ]; then
   log "already there ($want)"
   echo "image-id=$want"
   exit 0
 fi
-size=$(docker image inspect --format '{{.Size}}' blackwell-serving/vllm-qwen35:103543d29b70)
+size=$(docker image inspect --format '{{.Size}}' hellohal2064/vllm-qwen3.5-gb10:latest)
 log "copying $((size / 1048576)) MiB over the fabric"
 start=$(date +%s)
 if command -v pv >/dev/null 2>&1; then
-  { docker save blackwell-serving/vllm-qwen35:103543d29b70 | pv -f -s "$size" -i 10 | peer docker load; } 2>&1 | progress
+  { docker save hellohal2064/vllm-qwen3.5-gb10:latest | pv -f -s "$size" -i 10 | peer docker load; } 2>&1 | progress
 else
-  docker save blackwell-serving/vllm-qwen35:103543d29b70 | peer docker load 2>&1 | progress
+  docker save hellohal2064/vllm-qwen3.5-gb10:latest | peer docker load 2>&1 | progress
 fi
-have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/vllm-qwen35:103543d29b70)
+have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' hellohal2064/vllm-qwen3.5-gb10:latest)
 if [ "$have" != "$want" ]; then
   log "peer has $have after the copy, expected $want"
   exit 1

@@ -1,6 +1,4 @@
 # Derived engine image: the base engine plus a transformers upgrade layer and pinned pip packages.
 # Rendered by blackwell-serving; its content address is the image tag.
-FROM nvcr.io/nvidia/vllm:26.02-py3
-RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.2' \
- && python3 -c "import transformers; print('transformers', transformers.__version__)"
-LABEL org.blackwell-serving.base=nvcr.io/nvidia/vllm:26.02-py3
+FROM hellohal2064/vllm-qwen3.5-gb10:latest
+LABEL org.blackwell-serving.base=hellohal2064/vllm-qwen3.5-gb10:latest

@@ -1,6 +1,0 @@
-#!/usr/bin/env bash
-# Remove our derived image tag from this node (the base image is the operator's: kept).
-set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/vllm-qwen35:103543d29b70' "$*" >&2; }
-docker image rm blackwell-serving/vllm-qwen35:103543d29b70 >/dev/null 2>&1 || true
-log "removed"
