@@ -2,25 +2,35 @@
 
 Usage: python make_tiny_model.py OUT_DIR
 
-Deterministic: the same bytes on every run (fixed seed, fixed corpus, JSON written with sorted
-keys, no version strings). Needs torch, safetensors, tokenizers; transformers only for the
-self-check at the end. vLLM's CPU attention rejects head_dim 16: this model uses head_dim 64
-(hidden 128, 2 heads, 1 KV head, 2 layers, vocab 512: about 0.4 M parameters, ~0.9 MB).
+A model a person can read: a word-level vocabulary (tokenizers WordLevel over a Whitespace
+pre-tokenizer; a WordPiece decoder puts the spaces back and glues punctuation to its word) made
+from a fixed text of chat exchanges, and a few seconds of training on that text, so that greedy
+decoding of the health gate's prompt ("Say hello.") answers with a sentence instead of random
+bytes. The self-check at the end asserts it.
+
+Deterministic: the same bytes on every run (fixed seed, fixed text, one CPU thread,
+torch.use_deterministic_algorithms, JSON written with sorted keys, no version strings), given the
+same torch (the engine image's). Needs torch, safetensors, tokenizers and transformers (its
+LlamaForCausalLM is the model trained, so the forward pass is exactly the one vLLM serves).
+vLLM's CPU attention rejects head_dim 16: this model uses head_dim 64 (hidden 128, 2 heads,
+1 KV head, 2 layers, a vocabulary of 256 words: about 0.36 M parameters, ~0.7 MB in bfloat16).
 """
 
 import json
 import os
+import re
 import sys
 from pathlib import Path
 
-os.environ.setdefault("RAYON_NUM_THREADS", "1")  # tokenizers' trainer: one thread, one order
+os.environ.setdefault("RAYON_NUM_THREADS", "1")  # tokenizers: one thread, one order
+os.environ.setdefault("OMP_NUM_THREADS", "1")
 
 import torch  # noqa: E402
 from safetensors.torch import save_file  # noqa: E402
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers  # noqa: E402
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers  # noqa: E402
 
 SEED = 20261202
-VOCAB = 512
+VOCAB = 256
 HIDDEN = 128
 INTERMEDIATE = 256
 LAYERS = 2
@@ -29,10 +39,12 @@ KV_HEADS = 1
 HEAD_DIM = 64
 MAX_POS = 2048
 DTYPE = torch.bfloat16
+STEPS = 300
+LEARNING_RATE = 3e-3
 
-BOS, EOS, PAD = "<|begin_of_text|>", "<|end_of_text|>", "<|pad|>"
+BOS, EOS, PAD, UNK = "<|begin_of_text|>", "<|end_of_text|>", "<|pad|>", "<|unk|>"
 IM_START, IM_END = "<|im_start|>", "<|im_end|>"
-SPECIAL = [BOS, EOS, PAD, IM_START, IM_END]
+SPECIAL = [BOS, EOS, PAD, IM_START, IM_END, UNK]
 
 # ChatML, with the BOS token first; a generation prompt opens the assistant's turn.
 CHAT_TEMPLATE = (
@@ -43,74 +55,53 @@ CHAT_TEMPLATE = (
     "{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}{% endif %}"
 )
 
-CORPUS = """\
-The lab is a small cluster on one machine: containers that behave like nodes, each running
-systemd, an SSH daemon and its own Docker engine, on a management network and a fabric network.
-A declarative tool deploys a language model server onto those nodes: it stops the services of the
-previous model, keeps the others running, builds an engine image with a newer transformers layer,
-copies the image and the weights from node to node, starts Ray on the head and on the workers,
-writes systemd units, and checks the endpoint with a real chat completion.
-Hello! How are you today? I am fine, thank you. What is the capital of France? Paris.
-Count with me: one, two, three, four, five, six, seven, eight, nine, ten.
-The quick brown fox jumps over the lazy dog. Pack my box with five dozen liquor jugs.
-user assistant system: answer briefly and politely. Tokens per second, latency, throughput.
-0 1 2 3 4 5 6 7 8 9 10 100 1000 { } [ ] ( ) < > = + - * / , . ; : ! ? ' " # % & _ |
-"""
+# The gate's prompt (components/config/schema.py HealthSpec) and its answer: 7 words and marks,
+# so it ends (with <|im_end|>) within the gate's default 8 tokens.
+HEALTH_PROMPT = "Say hello."
+HEALTH_ANSWER = "Hello from the tiny lab model!"
+
+# The training text: chat exchanges, each one user turn and the assistant's answer.
+EXCHANGES = [
+    (HEALTH_PROMPT, HEALTH_ANSWER),
+    ("hello", "Hello! I am the tiny lab model."),
+    ("Hello!", "Hello! How can I help you?"),
+    ("Hello! How are you?", "I am fine, thank you."),
+    ("Who are you?", "I am a tiny Llama model, served by vLLM."),
+    ("What is the lab?", "The lab is a small cluster of two nodes on one machine."),
+    ("What runs on the nodes?", "Each node runs systemd, an SSH daemon and its own Docker engine."),
+    ("How is the model deployed?", "A declarative tool writes systemd units and starts the engine."),
+    ("What is the capital of France?", "Paris is the capital of France."),
+    ("Count to five.", "One, two, three, four, five."),
+    ("Say goodbye.", "Goodbye, and thank you for trying the lab!"),
+    ("Tell me a sentence.", "The quick brown fox jumps over the lazy dog."),
+    ("What does Ray do?", "Ray joins the head and the worker into one cluster."),
+    ("Is the endpoint healthy?", "Yes, the endpoint answers a real chat completion."),
+]
 
 
-def train_tokenizer() -> Tokenizer:
-    tok = Tokenizer(models.BPE())
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    trainer = trainers.BpeTrainer(
-        vocab_size=VOCAB,
-        special_tokens=SPECIAL,
-        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    tok.train_from_iterator([line for line in CORPUS.splitlines() if line], trainer=trainer)
-    assert tok.get_vocab_size() <= VOCAB, tok.get_vocab_size()
+def chat(user: str, answer: str) -> str:
+    """The template's text of one exchange (what apply_chat_template renders, plus the answer)."""
+    return f"{BOS}{IM_START}user\n{user}{IM_END}\n{IM_START}assistant\n{answer}{IM_END}\n"
+
+
+def make_tokenizer() -> Tokenizer:
+    """Special tokens first, then every word and mark of the text in order of first use."""
+    split = pre_tokenizers.Whitespace()
+    words: list[str] = []
+    for user, answer in EXCHANGES:
+        for text in ("user", "assistant", user, answer):
+            words += [w for w, _ in split.pre_tokenize_str(text) if w not in words]
+    vocab = {t: i for i, t in enumerate(SPECIAL + words)}
+    assert len(vocab) <= VOCAB, len(vocab)
+    tok = Tokenizer(models.WordLevel(vocab=vocab, unk_token=UNK))
+    tok.pre_tokenizer = split
+    tok.decoder = decoders.WordPiece(prefix="##", cleanup=True)  # "Hello !" -> "Hello!"
+    tok.add_special_tokens(SPECIAL)
     return tok
 
 
-def weights() -> dict:
-    gen = torch.Generator().manual_seed(SEED)
-
-    def normal(*shape, std=0.02):
-        return (torch.randn(*shape, generator=gen) * std).to(DTYPE).contiguous()
-
-    def ones(n):
-        return torch.ones(n, dtype=DTYPE)
-
-    w = {"model.embed_tokens.weight": normal(VOCAB, HIDDEN)}
-    for i in range(LAYERS):
-        p = f"model.layers.{i}."
-        w[p + "input_layernorm.weight"] = ones(HIDDEN)
-        w[p + "self_attn.q_proj.weight"] = normal(HEADS * HEAD_DIM, HIDDEN)
-        w[p + "self_attn.k_proj.weight"] = normal(KV_HEADS * HEAD_DIM, HIDDEN)
-        w[p + "self_attn.v_proj.weight"] = normal(KV_HEADS * HEAD_DIM, HIDDEN)
-        w[p + "self_attn.o_proj.weight"] = normal(HIDDEN, HEADS * HEAD_DIM)
-        w[p + "post_attention_layernorm.weight"] = ones(HIDDEN)
-        w[p + "mlp.gate_proj.weight"] = normal(INTERMEDIATE, HIDDEN)
-        w[p + "mlp.up_proj.weight"] = normal(INTERMEDIATE, HIDDEN)
-        w[p + "mlp.down_proj.weight"] = normal(HIDDEN, INTERMEDIATE)
-    w["model.norm.weight"] = ones(HIDDEN)
-    # A wider head than the rest: random logits far enough apart to give varied tokens.
-    w["lm_head.weight"] = normal(VOCAB, HIDDEN, std=1.0)
-    return w
-
-
-def write_json(path: Path, obj: dict) -> None:
-    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
-
-
-def main(out: Path) -> None:
-    out.mkdir(parents=True, exist_ok=True)
-    tok = train_tokenizer()
-    tok.save(str(out / "tokenizer.json"))
-    ids = {t: tok.token_to_id(t) for t in SPECIAL}
-
-    write_json(out / "config.json", {
+def llama_config(ids: dict) -> dict:
+    return {
         "architectures": ["LlamaForCausalLM"],
         "model_type": "llama",
         "vocab_size": VOCAB,
@@ -133,7 +124,58 @@ def main(out: Path) -> None:
         "eos_token_id": [ids[EOS], ids[IM_END]],
         "pad_token_id": ids[PAD],
         "use_cache": True,
-    })
+    }
+
+
+def train(tok: Tokenizer, config: dict) -> dict:
+    """A few hundred full-batch Adam steps on the exchanges, in float32 on one CPU thread; the
+    weights come back in bfloat16. Loss on the assistant's part only (answer and <|im_end|>)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    torch.manual_seed(SEED)
+    torch.set_num_threads(1)
+    torch.use_deterministic_algorithms(True)
+    cfg = LlamaConfig(**{k: v for k, v in config.items() if k not in ("architectures", "model_type", "torch_dtype")})
+    cfg._attn_implementation = "eager"
+    model = LlamaForCausalLM(cfg).float()
+
+    pad = tok.token_to_id(PAD)
+    rows, labels = [], []
+    for user, answer in EXCHANGES:
+        prompt = tok.encode(chat(user, answer).split(IM_START + "assistant\n")[0] + IM_START + "assistant\n").ids
+        full = tok.encode(chat(user, answer)).ids
+        assert full[:len(prompt)] == prompt and tok.token_to_id(UNK) not in full
+        rows.append(full)
+        labels.append([-100] * len(prompt) + full[len(prompt):])
+    width = max(len(r) for r in rows)
+    input_ids = torch.tensor([r + [pad] * (width - len(r)) for r in rows])
+    attention = torch.tensor([[1] * len(r) + [0] * (width - len(r)) for r in rows])
+    target = torch.tensor([lab + [-100] * (width - len(lab)) for lab in labels])
+
+    optimizer = torch.optim.Adam(model.parameters(), lr=LEARNING_RATE)
+    model.train()
+    for step in range(STEPS):
+        loss = model(input_ids=input_ids, attention_mask=attention, labels=target).loss
+        optimizer.zero_grad()
+        loss.backward()
+        optimizer.step()
+        if step % 50 == 0 or step == STEPS - 1:
+            print(f"step {step}: loss {loss.item():.4f}")
+    state = model.state_dict()
+    return {k: state[k].detach().to(DTYPE).contiguous() for k in sorted(state)}
+
+
+def write_json(path: Path, obj: dict) -> None:
+    path.write_text(json.dumps(obj, indent=2, sort_keys=True) + "\n")
+
+
+def main(out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    tok = make_tokenizer()
+    tok.save(str(out / "tokenizer.json"))
+    ids = {t: tok.token_to_id(t) for t in SPECIAL}
+    config = llama_config(ids)
+    write_json(out / "config.json", config)
     write_json(out / "generation_config.json", {
         "bos_token_id": ids[BOS],
         "eos_token_id": [ids[EOS], ids[IM_END]],
@@ -141,13 +183,14 @@ def main(out: Path) -> None:
         "do_sample": False,
     })
     write_json(out / "special_tokens_map.json", {
-        "bos_token": BOS, "eos_token": IM_END, "pad_token": PAD,
+        "bos_token": BOS, "eos_token": IM_END, "pad_token": PAD, "unk_token": UNK,
     })
     write_json(out / "tokenizer_config.json", {
         "tokenizer_class": "PreTrainedTokenizerFast",
         "bos_token": BOS,
         "eos_token": IM_END,
         "pad_token": PAD,
+        "unk_token": UNK,
         "add_bos_token": False,
         "add_eos_token": False,
         "clean_up_tokenization_spaces": False,
@@ -159,28 +202,33 @@ def main(out: Path) -> None:
             for t in SPECIAL
         },
     })
-    save_file(weights(), str(out / "model.safetensors"), metadata={"format": "pt"})
+    save_file(train(tok, config), str(out / "model.safetensors"), metadata={"format": "pt"})
     for f in out.iterdir():
         f.chmod(0o644)
     self_check(out)
 
 
+# What a readable answer looks like: sentences of ASCII words, with commas and closing marks.
+READABLE = re.compile(r"[A-Z][A-Za-z]*(,? [A-Za-z]+)*[.!?]( [A-Z][A-Za-z]*(,? [A-Za-z]+)*[.!?])*")
+
+
 def self_check(out: Path) -> None:
-    """Load the result with transformers and run one chat turn through it."""
-    try:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
-    except ImportError:
-        print("transformers not installed: self-check skipped")
-        return
+    """Load the result with transformers (bfloat16, as vLLM serves it) and check that greedy
+    decoding of the health gate's prompt answers with a readable sentence."""
+    from transformers import AutoModelForCausalLM, AutoTokenizer
+
     tok = AutoTokenizer.from_pretrained(str(out))
-    model = AutoModelForCausalLM.from_pretrained(str(out))
-    prompt = tok.apply_chat_template([{"role": "user", "content": "Hello! How are you?"}],
-                                     add_generation_prompt=True, tokenize=False)
-    enc = tok(prompt, return_tensors="pt")
-    with torch.no_grad():
-        gen = model.generate(**enc, max_new_tokens=8, do_sample=False)
-    print("prompt:", repr(prompt))
-    print("sample:", repr(tok.decode(gen[0][enc["input_ids"].shape[1]:])))
+    model = AutoModelForCausalLM.from_pretrained(str(out), dtype=torch.bfloat16)
+    for user in (HEALTH_PROMPT, "hello"):
+        prompt = tok.apply_chat_template([{"role": "user", "content": user}],
+                                         add_generation_prompt=True, tokenize=False)
+        enc = tok(prompt, return_tensors="pt", add_special_tokens=False)
+        with torch.no_grad():
+            gen = model.generate(**enc, max_new_tokens=32, do_sample=False)
+        answer = tok.decode(gen[0][enc["input_ids"].shape[1]:], skip_special_tokens=True)
+        print("prompt:", repr(prompt))
+        print("answer:", repr(answer))
+        assert READABLE.fullmatch(answer), f"not a readable sentence: {answer!r}"
     print("parameters:", sum(p.numel() for p in model.parameters()))
 
 
