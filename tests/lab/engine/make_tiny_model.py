@@ -13,7 +13,8 @@ torch.use_deterministic_algorithms, JSON written with sorted keys, no version st
 same torch (the engine image's). Needs torch, safetensors, tokenizers and transformers (its
 LlamaForCausalLM is the model trained, so the forward pass is exactly the one vLLM serves).
 vLLM's CPU attention rejects head_dim 16: this model uses head_dim 64 (hidden 128, 2 heads,
-1 KV head, 2 layers, a vocabulary of 256 words: about 0.36 M parameters, ~0.7 MB in bfloat16).
+1 KV head, 2 layers, 103 tokens (words, marks, specials) in a vocabulary of 256 ids: about 0.36 M parameters, ~0.7 MB
+in bfloat16).
 """
 
 import json
