@@ -121,7 +121,7 @@ class ServingStack(pulumi.ComponentResource):
                 # measurement, which would share the link (and the port, on a shared head).
                 bandwidth = FabricBandwidth(
                     d, [self.nodes[n] for n in d.nodes], spec.fabric, image=self.images[d.image].tag,
-                    image_id=self.images[d.image].image_id,
+                    image_id=self.images[d.image].image_id, index=spec.deployments.index(d),
                     depends_on=[*(image_ready[d.image][n] for n in d.nodes), *(model.ready[n] for n in d.nodes),
                                 *(links[n].command for n in d.nodes), *previous], opts=child)
                 self.bus_gbps[d.name] = bandwidth.bus_gbps

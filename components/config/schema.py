@@ -150,6 +150,11 @@ class BandwidthCheck(Strict):
     min_bus_gbps: float | None = Field(
         None, gt=0, le=100000, description="fail the preflight below this bus bandwidth, in Gbit/s (nccl-tests' busbw × 8); "
                                 "absent: only record it")
+    timeout_s: int | None = Field(
+        None, ge=30, le=14000,
+        description="hard bound on each rank (`timeout`, then killed): an all-reduce still running then, such as "
+                    "an NCCL set-up that hangs on the wrong interface or RDMA device, fails the preflight with the "
+                    "NCCL settings to check; absent: 300 s plus every transfer at 1 Gbit/s")
 
 
 # The key a node uses to log in to its peers (node→node copies), also without a fabric section.

@@ -26,7 +26,10 @@ ALLREDUCE = (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
 def time_bound_s(check: BandwidthCheck) -> int:
     """How long any rank may take: start-up (containers, rendezvous, CUDA) plus every transfer
     at 1 Gbit/s, far below any fabric worth serving over — slower, and the check fails rather
-    than hangs. An all-reduce moves at most twice its buffer per rank."""
+    than hangs. An all-reduce moves at most twice its buffer per rank. fabric.bandwidth_check.
+    timeout_s, when set, is the bound instead."""
+    if check.timeout_s is not None:
+        return check.timeout_s
     bits = 2 * check.size_mb * 2**20 * 8 * (check.iterations + 1)
     return 300 + math.ceil(bits / 1e9)
 
@@ -35,10 +38,10 @@ def rank_argv(spec: DeploymentSpec, fabric: FabricSpec, node: Node, rank: int, h
               bound_s: int) -> list[list[str]]:
     """One rank's command, in groups of words (one line each in the script): its container,
     bounded by `timeout` (then killed), with the engine's container options, the fabric
-    environment of its node and where to meet the others — values through `env`, as
-    docker_args expects."""
+    environment of its node, the deployment's own env (its NCCL_* settings are the engine's) and
+    where to meet the others — values through `env`, as docker_args expects."""
     check = fabric.bandwidth_check
-    env = {**fabric_environment(fabric, node.spec), "MASTER_ADDR": str(head.spec.fabric_address),
+    env = {**fabric_environment(fabric, node.spec), **spec.env, "MASTER_ADDR": str(head.spec.fabric_address),
            "MASTER_PORT": str(check.port), "WORLD_SIZE": str(len(spec.nodes)), "RANK": str(rank)}
     return [["timeout", "-k", "10", str(bound_s)],
             ["env", *(f"{k}={v}" for k, v in env.items())],
@@ -46,6 +49,28 @@ def rank_argv(spec: DeploymentSpec, fabric: FabricSpec, node: Node, rank: int, h
              *docker_args(spec.docker, fabric, list(env), [])],
             ["--entrypoint", "python3", image, "-", backend(spec), str(check.size_mb), str(check.iterations),
              str(bound_s)]]
+
+
+def hang_fix(spec: DeploymentSpec, fabric: FabricSpec, nodes: Sequence[Node], index: int) -> str:
+    """The fix for an all-reduce that did not finish in time: what each node's NCCL (or gloo) was
+    told to use, by the config key that sets it. A hang in NCCL's set-up (seed 002: SGLang across
+    two Sparks hung in NCCL initialisation) is nearly always the wrong interface, RDMA device or
+    GID; NCCL_DEBUG=INFO in the deployment's env makes the next run print NCCL's choices."""
+    where = []
+    for n in nodes:
+        env = {**fabric_environment(fabric, n.spec), **spec.env}
+        keys = ["NCCL_SOCKET_IFNAME", "NCCL_IB_HCA", "NCCL_IB_GID_INDEX", "NCCL_IB_DISABLE"] \
+            if backend(spec) == "nccl" else ["GLOO_SOCKET_IFNAME"]
+        where.append(f"{n.name}: " + " ".join(f"{k}={env[k]}" for k in keys if k in env))
+    if backend(spec) == "nccl":
+        return ("fix: check on each node (" + "; ".join(where) + ") that NCCL_SOCKET_IFNAME (fabric.netdev) is "
+                "the cabled ConnectX-7 port, up, with the fabric_address of the node (ip -br addr), NCCL_IB_HCA "
+                "(fabric.hcas) names the RDMA devices of that port and both are ACTIVE (ibdev2netdev, ibstat), "
+                "and NCCL_IB_GID_INDEX (fabric.gid_index) is its RoCEv2 GID (show_gids); "
+                f"add NCCL_DEBUG: INFO to deployments[{index}].env to see what NCCL chose, or try "
+                "fabric.disable_ib: true to test over TCP sockets")
+    return ("fix: check on each node (" + "; ".join(where) + ") that GLOO_SOCKET_IFNAME (fabric.netdev) is "
+            "up with the node's fabric_address and that the nodes reach each other on it")
 
 
 def backend(spec: DeploymentSpec) -> str:
@@ -61,7 +86,7 @@ class FabricBandwidth(pulumi.ComponentResource):
     """On the head: rank 0 of the all-reduce here, the other ranks on their nodes over SSH."""
 
     def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], fabric: FabricSpec, *, image: str,
-                 image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
+                 image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource], index: int = 0,
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.FABRIC_BANDWIDTH, f"{spec.name}-bandwidth", None, opts)
         check, head = fabric.bandwidth_check, nodes[0]
@@ -81,6 +106,7 @@ class FabricBandwidth(pulumi.ComponentResource):
                           backend=backend(spec), size_mb=check.size_mb,
                           iterations=check.iterations, port=check.port, min_bus_gbps=check.min_bus_gbps,
                           timeout_s=bound, container=container(spec.name, 0),
+                          hang_fix=hang_fix(spec, fabric, nodes, index),
                           argv=rank_argv(spec, fabric, head, 0, head, image, bound), peers=peers))
         self.bus_gbps = tagged_line(self.command.stdout, "bus-gbps")
         self.register_outputs({"bus_gbps": self.bus_gbps})

@@ -3,7 +3,8 @@ is stopped: how fast does an all-reduce cross the fabric? One warm-up, then time
 a float32 buffer, over NCCL on GPUs or gloo on CPU — what the engine's tensor parallelism uses.
 torch.distributed meets the other ranks through MASTER_ADDR, MASTER_PORT, WORLD_SIZE and RANK.
 Argv: BACKEND SIZE_MB ITERATIONS TIMEOUT_S. Rank 0 prints a human line on stderr and
-`bus-gbps=<float>` on stdout (the stack output)."""
+`bus-gbps=<float>` on stdout (the stack output); before each stage, `stage=<what>` on stdout,
+so that a run stopped by its time bound says where it hung."""
 
 import sys
 
@@ -18,6 +19,11 @@ def bus_gbps(nbytes: int, seconds: float, world: int) -> float:
     return 2 * (world - 1) / world * nbytes * 8 / seconds / 1e9
 
 
+def stage(rank: int, what: str) -> None:
+    if rank == 0:
+        print(f"stage={what}", flush=True)
+
+
 def main(argv: list) -> None:
     import datetime
     import os
@@ -28,6 +34,7 @@ def main(argv: list) -> None:
 
     backend, size_mb, iterations, timeout_s = argv[0], int(argv[1]), int(argv[2]), int(argv[3])
     rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
+    stage(rank, f"rendezvous of {world} ranks at {os.environ.get('MASTER_ADDR')}:{os.environ.get('MASTER_PORT')}")
     dist.init_process_group(backend, timeout=datetime.timedelta(seconds=timeout_s))
     # One rank per node: the link between the nodes is measured, not the GPUs inside one.
     device = torch.device("cuda", 0) if backend == "nccl" else torch.device("cpu")
@@ -41,10 +48,13 @@ def main(argv: list) -> None:
 
     nbytes = size_mb * 1024 * 1024
     buffer = torch.ones(nbytes // 4, dtype=torch.float32, device=device)
+    # NCCL creates its communicator (interface, RDMA devices, rings) in the first collective.
+    stage(rank, f"{backend} set-up and warm-up all-reduce")
     dist.all_reduce(buffer)  # warm-up: connections and rings are set up here, not timed
     if buffer[0].item() != world:
         raise SystemExit(f"rank {rank}: the warm-up all-reduce summed to {buffer[0].item()}, not {world}")
     buffer.zero_()  # sums of zeros stay finite however many iterations
+    stage(rank, "timed all-reduces")
     start = synced()
     for _ in range(iterations):
         dist.all_reduce(buffer)

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from components.remote import read_script
 from tests.engine.conftest import copy_project, preview_json, pulumi
 
@@ -50,10 +52,25 @@ def test_spark_duo_preview_lists_the_deployment(project):
     assert "on spark-5be3'" in steps["spark-5be3-vllm-embeddings-check"]["newState"]["inputs"]["create"]
 
 
-def test_the_engine_gives_the_pinned_urns(project):
+def test_spark_duo_sglang_preview_lists_seed_002s_first_attempt(project):
+    steps = creates(preview_json(project, "spark-duo-sglang", OFFLINE))
+    script_of = lambda name: script(steps[name])
+    assert "FROM scitrera/dgx-spark-sglang:0.5.10rc0" in script_of("sglang-spark-build")
+    assert "transformers>=5.0" in script_of("sglang-spark-build")
+    # The NCCL all-reduce across both Sparks, bounded, with the fix for a hang; retiring waits for it.
+    check = steps["qwen35-sglang-bandwidth-check"]
+    assert "timeout -k 10 600" in script(check) and "NCCL_IB_GID_INDEX=3" in script(check)
+    assert "fabric.gid_index" in script(check)
+    assert "systemctl disable --now vllm-cluster.service" in script_of("spark-1a32-vllm-cluster-retire")
+    assert check["urn"] in steps["spark-1a32-vllm-cluster-retire"]["newState"]["dependencies"]
+    assert {"qwen35-sglang-spark-1a32-install", "qwen35-sglang-spark-5be3-install"} <= set(steps)
+
+
+@pytest.mark.parametrize("stack", ["spark-duo", "spark-duo-sglang"])
+def test_the_engine_gives_the_pinned_urns(project, stack):
     """The golden URN lists (tests/unit/test_state_contract.py) are what the real engine plans."""
-    golden = Path(__file__).resolve().parents[1] / "unit" / "golden" / "urns-spark-duo.txt"
-    planned = {s["urn"] for s in preview_json(project, "spark-duo", OFFLINE)["steps"]
+    golden = Path(__file__).resolve().parents[1] / "unit" / "golden" / f"urns-{stack}.txt"
+    planned = {s["urn"] for s in preview_json(project, stack, OFFLINE)["steps"]
                if "::pulumi:pulumi:Stack::" not in s["urn"] and "::pulumi:providers:" not in s["urn"]}
     assert planned == set(golden.read_text().splitlines())
 

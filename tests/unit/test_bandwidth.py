@@ -73,7 +73,7 @@ def test_not_there_when_the_lab_does_not_ask_for_it():
     assert not any(r.type == "blackwell:preflight:FabricBandwidth" for r in s.recorder.resources.values())
 
 
-@pytest.mark.parametrize("stack", ["lab", "spark-duo"])
+@pytest.mark.parametrize("stack", ["lab", "spark-duo", "spark-duo-sglang"])
 def test_runs_on_the_head_after_the_image_is_on_every_node(stack):
     s = snap(stack)
     [d] = [d for d in s.spec.deployments if d.topology != "single"]
@@ -91,7 +91,7 @@ def test_runs_on_the_head_after_the_image_is_on_every_node(stack):
     assert "BWS_INPUTS=" in r.inputs["create"], "a new image under the same tag must measure again"
 
 
-@pytest.mark.parametrize("stack", ["lab", "spark-duo"])
+@pytest.mark.parametrize("stack", ["lab", "spark-duo", "spark-duo-sglang"])
 def test_retire_and_every_unit_wait_for_it(stack):
     s = snap(stack)
     checks = set(bandwidth_commands(s))
@@ -136,7 +136,7 @@ def env_of(argv: list[str]) -> dict[str, str]:
     return dict(w.split("=", 1) for w in argv[start:argv.index("docker")])
 
 
-@pytest.mark.parametrize("stack,backend", [("lab", "gloo"), ("spark-duo", "nccl")])
+@pytest.mark.parametrize("stack,backend", [("lab", "gloo"), ("spark-duo", "nccl"), ("spark-duo-sglang", "nccl")])
 def test_every_node_runs_one_rank_that_meets_on_the_heads_fabric_address(stack, backend):
     s = snap(stack)
     [d] = [d for d in s.spec.deployments if d.topology != "single"]
@@ -153,6 +153,8 @@ def test_every_node_runs_one_rank_that_meets_on_the_heads_fabric_address(stack, 
         assert env["WORLD_SIZE"] == str(len(d.nodes)) and env["RANK"] == str(rank)
         assert env["GLOO_SOCKET_IFNAME"] == env["NCCL_SOCKET_IFNAME"] == s.spec.fabric.netdev
         assert env["VLLM_HOST_IP"] == str(node.fabric_address)
+        # The deployment's own env (NCCL_* settings included) is the engine's: the ranks get it.
+        assert d.env.items() <= env.items()
         assert argv[:4] == ["timeout", "-k", "10", str(bound)]
         assert argv[argv.index("--name") + 1] == f"bws-{d.name}-bw-{rank}"
         assert argv[-5:] == ["-", backend, str(check.size_mb), str(check.iterations), str(bound)]
@@ -187,6 +189,77 @@ def test_the_time_bound_grows_with_the_work_and_stays_under_the_commands():
     assert time_bound_s(BandwidthCheck(size_mb=1024, iterations=5)) > time_bound_s(BandwidthCheck(size_mb=64))
     # The largest check still ends within the default 4 h of a remote command.
     assert time_bound_s(BandwidthCheck(size_mb=8192, iterations=100)) + 120 < 4 * 3600
+
+
+def test_an_explicit_time_bound_replaces_the_computed_one():
+    assert time_bound_s(BandwidthCheck(size_mb=1024, timeout_s=600)) == 600
+    s = snapshot("lab", with_check("lab", size_mb=64, timeout_s=45))
+    [argv] = [a for r, a in rank_lines(script_of(s.by_name("tiny-bandwidth-check"))).items() if r == 0]
+    assert argv[:4] == ["timeout", "-k", "10", "45"]
+    for bad in (29, 14001):
+        with pytest.raises(ValidationError):
+            BandwidthCheck(timeout_s=bad)
+
+
+def failure_branch(script: str) -> str:
+    """The script's handling of a failed rank 0, as a bash snippet of its own."""
+    start = script.index('if [ "$rc" -ne 0 ]; then\n  stage=')
+    return script[start:script.index("\nfi\n", start) + 4]
+
+
+def run_failure(script: str, rc: int, stages: list[str], tmp_path) -> tuple[int, str]:
+    """Runs the failure branch with rank 0 ended by `rc` after printing `stages`: (exit, log)."""
+    import subprocess
+
+    out = tmp_path / "out"
+    out.write_text("".join(f"stage={x}\n" for x in stages))
+    prelude = f'log() {{ printf "%s\\n" "$*" >&2; }}\nnodes="a and b"\nout={shlex.quote(str(out))}\nrc={rc}\n'
+    done = subprocess.run(["bash", "-c", prelude + failure_branch(script) + "echo reached-the-end\n"],
+                          capture_output=True, text=True)
+    return done.returncode, done.stderr + done.stdout
+
+
+@pytest.mark.parametrize("rc", [124, 137])
+def test_an_nccl_hang_fails_with_the_settings_of_each_node_and_the_fix(rc, tmp_path):
+    """Seed 002: SGLang across two Sparks hung in NCCL initialisation. The preflight's time
+    bound stops it, says where it hung, and names each node's NCCL settings and their keys."""
+    s = snap("spark-duo-sglang")
+    [d] = s.spec.deployments
+    script = script_of(s.by_name(f"{d.name}-bandwidth-check"))
+    code, said = run_failure(script, rc, ["rendezvous of 2 ranks at 192.168.200.12:29555",
+                                          "nccl set-up and warm-up all-reduce"], tmp_path)
+    assert code == 1 and "reached-the-end" not in said
+    assert "did not finish in 600 s (fabric.bandwidth_check.timeout_s; it hung in: nccl set-up and warm-up" in said
+    fabric = s.spec.fabric
+    for n in d.nodes:
+        assert (f"{n}: NCCL_SOCKET_IFNAME={fabric.netdev} NCCL_IB_HCA={','.join(fabric.hcas)} "
+                f"NCCL_IB_GID_INDEX={fabric.gid_index}") in said
+    for words in ("fabric.netdev", "fabric.hcas", "fabric.gid_index", "RoCEv2", "ibdev2netdev",
+                  "NCCL_DEBUG: INFO to deployments[0].env", "fabric.disable_ib", "fix:", "nothing was stopped"):
+        assert words in said, words
+
+
+def test_a_hang_before_the_rendezvous_and_a_plain_failure_say_so(tmp_path):
+    script = script_of(snap("spark-duo-sglang").by_name("qwen35-sglang-bandwidth-check"))
+    code, said = run_failure(script, 124, [], tmp_path)
+    assert code == 1 and "it hung in: start-up, before the rendezvous" in said
+    code, said = run_failure(script, 1, ["timed all-reduces"], tmp_path)
+    assert code == 1 and "failed (exit 1, above; at: timed all-reduces)" in said and "NCCL_IB_HCA" not in said
+
+
+def test_a_gloo_hang_names_the_gloo_interface():
+    script = script_of(snap("lab").by_name("tiny-bandwidth-check"))
+    branch = failure_branch(script)
+    assert "lab-1: GLOO_SOCKET_IFNAME=eth1; lab-2: GLOO_SOCKET_IFNAME=eth1" in branch
+    assert "NCCL_IB_HCA" not in branch
+
+
+def test_rank_0_says_each_stage_before_it_starts():
+    text = (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
+    stages = [text.index(f'stage(rank, {w}') for w in ('f"rendezvous', 'f"{backend} set-up', '"timed')]
+    calls = [text.index(c) for c in ("dist.init_process_group(", "dist.all_reduce(buffer)  # warm-up",
+                                      "start = synced()")]
+    assert all(st < call for st, call in zip(stages, calls)) and stages == sorted(stages)
 
 
 # ---------------------------------------------------------------------------------------------

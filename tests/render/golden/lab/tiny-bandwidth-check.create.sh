@@ -42,8 +42,8 @@ docker rm -f "$container" >/dev/null 2>&1 || true
   remove
   # In the background, so that a TERM is handled at once rather than when ssh returns.
   peer timeout -k 10 305 \
-      env NCCL_SOCKET_IFNAME=eth1 GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=eth1 UCX_NET_DEVICES=eth1 NCCL_IB_GID_INDEX=3 NCCL_IB_DISABLE=1 VLLM_HOST_IP=198.19.0.12 SGLANG_HOST_IP=198.19.0.12 RAY_NODE_IP_ADDRESS=198.19.0.12 MASTER_ADDR=198.19.0.11 MASTER_PORT=29555 WORLD_SIZE=2 RANK=1 \
-      docker run -i --rm --name bws-tiny-bw-1 --network host --init --shm-size 2g -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_DISABLE -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+      env NCCL_SOCKET_IFNAME=eth1 GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=eth1 UCX_NET_DEVICES=eth1 NCCL_IB_GID_INDEX=3 NCCL_IB_DISABLE=1 VLLM_HOST_IP=198.19.0.12 SGLANG_HOST_IP=198.19.0.12 RAY_NODE_IP_ADDRESS=198.19.0.12 VLLM_CPU_KVCACHE_SPACE=1 MASTER_ADDR=198.19.0.11 MASTER_PORT=29555 WORLD_SIZE=2 RANK=1 \
+      docker run -i --rm --name bws-tiny-bw-1 --network host --init --shm-size 2g -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_DISABLE -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e VLLM_CPU_KVCACHE_SPACE -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
       --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - gloo 64 3 305 < "$script" >&2 &
   rank_ssh=$!
   wait "$rank_ssh"
@@ -52,14 +52,20 @@ ranks+=("$!")
 log "all-reduce between $nodes:" 64 "MiB," 3 "times, over" gloo
 rc=0
 timeout -k 10 305 \
-  env NCCL_SOCKET_IFNAME=eth1 GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=eth1 UCX_NET_DEVICES=eth1 NCCL_IB_GID_INDEX=3 NCCL_IB_DISABLE=1 VLLM_HOST_IP=198.19.0.11 SGLANG_HOST_IP=198.19.0.11 RAY_NODE_IP_ADDRESS=198.19.0.11 MASTER_ADDR=198.19.0.11 MASTER_PORT=29555 WORLD_SIZE=2 RANK=0 \
-  docker run -i --rm --name bws-tiny-bw-0 --network host --init --shm-size 2g -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_DISABLE -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+  env NCCL_SOCKET_IFNAME=eth1 GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=eth1 UCX_NET_DEVICES=eth1 NCCL_IB_GID_INDEX=3 NCCL_IB_DISABLE=1 VLLM_HOST_IP=198.19.0.11 SGLANG_HOST_IP=198.19.0.11 RAY_NODE_IP_ADDRESS=198.19.0.11 VLLM_CPU_KVCACHE_SPACE=1 MASTER_ADDR=198.19.0.11 MASTER_PORT=29555 WORLD_SIZE=2 RANK=0 \
+  docker run -i --rm --name bws-tiny-bw-0 --network host --init --shm-size 2g -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_DISABLE -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e VLLM_CPU_KVCACHE_SPACE -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
   --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - gloo 64 3 305 < "$script" > "$out" || rc=$?
 if [ "$rc" -ne 0 ]; then
-  why="failed (exit $rc, above)"
-  [ "$rc" -ne 124 ] || why="did not finish in 305 s"
-  log "the all-reduce between $nodes $why; check that the nodes reach each other on the fabric" \
-      "and that port" 29555 "is free on" lab-1"; nothing was stopped"
+  stage=$(sed -n 's/^stage=//p' "$out" | tail -n 1)
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    # Stopped by its time bound: a hang, most often NCCL's set-up on the wrong interface or device.
+    log "the" gloo "all-reduce between $nodes did not finish in" 305 "s" \
+        "(fabric.bandwidth_check.timeout_s; it hung in: ${stage:-start-up, before the rendezvous});" \
+        'fix: check on each node (lab-1: GLOO_SOCKET_IFNAME=eth1; lab-2: GLOO_SOCKET_IFNAME=eth1) that GLOO_SOCKET_IFNAME (fabric.netdev) is up with the node'"'"'s fabric_address and that the nodes reach each other on it'"; nothing was stopped"
+    exit 1
+  fi
+  log "the all-reduce between $nodes failed (exit $rc, above; at: ${stage:-start-up}); check that the nodes" \
+      "reach each other on the fabric and that port" 29555 "is free on" lab-1"; nothing was stopped"
   exit 1
 fi
 for rank in "${ranks[@]}"; do

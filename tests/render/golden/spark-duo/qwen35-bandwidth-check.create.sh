@@ -42,8 +42,8 @@ docker rm -f "$container" >/dev/null 2>&1 || true
   remove
   # In the background, so that a TERM is handled at once rather than when ssh returns.
   peer timeout -k 10 404 \
-      env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.13 SGLANG_HOST_IP=192.168.200.13 RAY_NODE_IP_ADDRESS=192.168.200.13 MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=1 \
-      docker run -i --rm --name bws-qwen35-bw-1 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+      env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.13 SGLANG_HOST_IP=192.168.200.13 RAY_NODE_IP_ADDRESS=192.168.200.13 VLLM_ATTENTION_BACKEND=FLASHINFER MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=1 \
+      docker run -i --rm --name bws-qwen35-bw-1 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e VLLM_ATTENTION_BACKEND -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
       --entrypoint python3 hellohal2064/vllm-qwen3.5-gb10:latest - nccl 1024 5 404 < "$script" >&2 &
   rank_ssh=$!
   wait "$rank_ssh"
@@ -52,14 +52,20 @@ ranks+=("$!")
 log "all-reduce between $nodes:" 1024 "MiB," 5 "times, over" nccl
 rc=0
 timeout -k 10 404 \
-  env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.12 SGLANG_HOST_IP=192.168.200.12 RAY_NODE_IP_ADDRESS=192.168.200.12 MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=0 \
-  docker run -i --rm --name bws-qwen35-bw-0 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+  env NCCL_SOCKET_IFNAME=enp1s0f1np1 GLOO_SOCKET_IFNAME=enp1s0f1np1 TP_SOCKET_IFNAME=enp1s0f1np1 UCX_NET_DEVICES=enp1s0f1np1 NCCL_IB_GID_INDEX=3 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 VLLM_HOST_IP=192.168.200.12 SGLANG_HOST_IP=192.168.200.12 RAY_NODE_IP_ADDRESS=192.168.200.12 VLLM_ATTENTION_BACKEND=FLASHINFER MASTER_ADDR=192.168.200.12 MASTER_PORT=29555 WORLD_SIZE=2 RANK=0 \
+  docker run -i --rm --name bws-qwen35-bw-0 --network host --ipc host --gpus all --init --shm-size 32g --ulimit memlock=-1:-1 --device /dev/infiniband --cap-add IPC_LOCK -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_HCA -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e VLLM_ATTENTION_BACKEND -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
   --entrypoint python3 hellohal2064/vllm-qwen3.5-gb10:latest - nccl 1024 5 404 < "$script" > "$out" || rc=$?
 if [ "$rc" -ne 0 ]; then
-  why="failed (exit $rc, above)"
-  [ "$rc" -ne 124 ] || why="did not finish in 404 s"
-  log "the all-reduce between $nodes $why; check that the nodes reach each other on the fabric" \
-      "and that port" 29555 "is free on" spark-1a32"; nothing was stopped"
+  stage=$(sed -n 's/^stage=//p' "$out" | tail -n 1)
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    # Stopped by its time bound: a hang, most often NCCL's set-up on the wrong interface or device.
+    log "the" nccl "all-reduce between $nodes did not finish in" 404 "s" \
+        "(fabric.bandwidth_check.timeout_s; it hung in: ${stage:-start-up, before the rendezvous});" \
+        'fix: check on each node (spark-1a32: NCCL_SOCKET_IFNAME=enp1s0f1np1 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 NCCL_IB_GID_INDEX=3; spark-5be3: NCCL_SOCKET_IFNAME=enp1s0f1np1 NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1 NCCL_IB_GID_INDEX=3) that NCCL_SOCKET_IFNAME (fabric.netdev) is the cabled ConnectX-7 port, up, with the fabric_address of the node (ip -br addr), NCCL_IB_HCA (fabric.hcas) names the RDMA devices of that port and both are ACTIVE (ibdev2netdev, ibstat), and NCCL_IB_GID_INDEX (fabric.gid_index) is its RoCEv2 GID (show_gids); add NCCL_DEBUG: INFO to deployments[0].env to see what NCCL chose, or try fabric.disable_ib: true to test over TCP sockets'"; nothing was stopped"
+    exit 1
+  fi
+  log "the all-reduce between $nodes failed (exit $rc, above; at: ${stage:-start-up}); check that the nodes" \
+      "reach each other on the fabric and that port" 29555 "is free on" spark-1a32"; nothing was stopped"
   exit 1
 fi
 for rank in "${ranks[@]}"; do

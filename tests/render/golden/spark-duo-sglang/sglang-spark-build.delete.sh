@@ -1,0 +1,6 @@
+#!/usr/bin/env bash
+# Remove our derived image tag from this node (the base image is the operator's: kept).
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/sglang-spark:3179620c3637' "$*" >&2; }
+docker image rm blackwell-serving/sglang-spark:3179620c3637 >/dev/null 2>&1 || true
+log "removed"

@@ -1,0 +1,6 @@
+# Derived engine image: the base engine plus a transformers upgrade layer and pinned pip packages.
+# Rendered by blackwell-serving; its content address is the image tag.
+FROM scitrera/dgx-spark-sglang:0.5.10rc0
+RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.0' \
+ && python3 -c "import transformers; print('transformers', transformers.__version__)"
+LABEL org.blackwell-serving.base=scitrera/dgx-spark-sglang:0.5.10rc0
