@@ -33,6 +33,8 @@ class Node(pulumi.ComponentResource):
         self.probe_connection = {**self.connection, "private_key": private_key}
         # Set by the stack when the nodes are observed (components/observe); None offline.
         self.observer = None
+        # Set by the stack when a failed `up` rolls back (components/rollback.py); None: it does not.
+        self.rollback = None
         # (resource, StepInfo) of every step that runs on this node or to it; registered as this
         # component's outputs once the stack is built (finish()).
         self.steps: list[tuple[pulumi.Resource, StepInfo]] = []

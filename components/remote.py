@@ -40,6 +40,7 @@ from pulumi_command import remote as command_remote
 from .node import Node
 from .observe.expect import Expectation
 from .render import digest, render, slug
+from .rollback import Undo
 from .steps import StepInfo
 
 DRIFT_VAR = "LC_BLACKWELL_DRIFT"
@@ -120,12 +121,15 @@ def drift_reason(environment: object) -> str:
 def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | None = None,
         parent: pulumi.Resource, stdin: pulumi.Input[str] | None = None,
         depends_on: Sequence[pulumi.Resource] = (), sensitive: bool = False, timeout_s: int = 4 * 3600,
-        triggers: Sequence[pulumi.Input] = (), expect: Expectation | None = None) -> command_remote.Command:
+        triggers: Sequence[pulumi.Input] = (), expect: Expectation | None = None,
+        undo: Undo | None = None, unit: str | None = None) -> command_remote.Command:
     """A script on `node`. create doubles as update: it runs again only when its text, its stdin
     or one of its triggers (e.g. the ID of the image it uses) changed, or when the node drifted
     from what it left there, so every script is written to converge from any earlier state.
     step: the sentence, phase and priority the todo list shows. expect: what the node shows once
-    the script has run (components/observe)."""
+    the script has run (components/observe). undo: how a failed run puts this step back
+    (components/rollback.py; None: never, e.g. images and caches); unit: our unit it runs, whose
+    journal a failure message quotes."""
     scripts = [create, *([delete] if delete else [])]
     label = f"{name} on {node.name}"
     inputs = pulumi.Output.all(*triggers).apply(lambda values: [str(v) for v in values])
@@ -138,6 +142,7 @@ def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | Non
         name, connection=connection(node), create=create_line, delete=delete_line, stdin=stdin_text,
         add_previous_output_in_env=False, logging=command_remote.Logging.STDERR,
         opts=step_options(node, parent, depends_on, expect,
+                          hooks=_rollback_hooks(node, label, step, undo, unit),
                           # A forced replacement (`pulumi up --replace`) undoes first: old and new
                           # share their names on the node (unit, tag, cache directory).
                           delete_before_replace=True,
@@ -163,9 +168,18 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
     command = command_local.Command(
         name, create=script, interpreter=["/bin/bash", "-c"], stdin=key, triggers=[directory_digest(local_dir)],
         add_previous_output_in_env=False, logging=command_local.Logging.STDERR,
-        opts=step_options(node, parent, depends_on, expect))
+        opts=step_options(node, parent, depends_on, expect,
+                          hooks=_rollback_hooks(node, f"{name} on {node.name}", step, None, None)))
     node.record_step(command, step)
     return command
+
+
+def _rollback_hooks(node: Node, label: str, step: StepInfo, undo: Undo | None, unit: str | None):
+    if node.rollback is None:
+        return None
+    return node.rollback.binding(label, node.name, undo=undo, undo_sentence=step.sentence("delete"),
+                                 restore_sentence=f"Put the previous {unit} back on {node.name} and restart it",
+                                 unit=unit)
 
 
 def step_options(node: Node, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource],

@@ -25,7 +25,7 @@ class RetiredService(pulumi.ComponentResource):
                            step=StepInfo(node.name, "retire", do=f"Stop and disable {unit} on {node.name}",
                                          undo=f"Start {unit} again on {node.name} (restore)"),
                            create=render("scripts/retire-service.sh.j2", **values),
-                           delete=render("scripts/restore-service.sh.j2", **values),
+                           delete=render("scripts/restore-service.sh.j2", **values), undo="remove",
                            expect=UnitRetired(node.name, unit))
         self.register_outputs({"unit": unit, "node": node.name})
 

@@ -86,10 +86,17 @@ def key_agent(private_key: str | None, directory: str) -> Iterator[dict]:
 def run_script(conn: Connection, script: str, *, timeout_s: int = 60, what: str = "script") -> tuple[str, str]:
     """(stdout, stderr) of `script` run by bash on the node; RemoteError when it fails, with
     ssh's own status (255) told apart from a script's failure."""
+    return run_line(conn, "bash -c " + shlex.quote(script), timeout_s=timeout_s, what=what)
+
+
+def run_line(conn: Connection, line: str, *, stdin: str = "", timeout_s: int = 60,
+             what: str = "script") -> tuple[str, str]:
+    """(stdout, stderr) of a command line given to the node's login shell, as a step's provider
+    runs it (components/remote.py command_line), with `stdin` as its input."""
     with ssh_argv(conn) as (argv, env):
         try:
-            done = subprocess.run([*argv, "bash -c " + shlex.quote(script)], stdin=subprocess.DEVNULL,
-                                  capture_output=True, timeout=timeout_s, env=env)
+            done = subprocess.run([*argv, line], input=stdin.encode(), capture_output=True, timeout=timeout_s,
+                                  env=env)
         except subprocess.TimeoutExpired:
             raise RemoteError(f"{what} on {conn.host}: no answer within {timeout_s} s") from None
     out = done.stdout.decode(errors="replace")

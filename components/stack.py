@@ -15,6 +15,7 @@ from .model import ModelCache
 from .node import Node, read_private_key
 from .preflight.bandwidth import FabricBandwidth
 from .preflight.probes import EngineProbe, FabricCheck
+from .rollback import Rollback
 from .config import ConfigError
 from .observe import Observer
 from .observe.observer import Prober
@@ -32,8 +33,12 @@ class ServingStack(pulumi.ComponentResource):
         # once and a step whose expectation fails is pending with the reason (components/observe).
         self.observer = Observer({n: node.probe_connection for n, node in self.nodes.items()},
                                  dry_run=pulumi.runtime.is_dry_run(), prober=prober) if observe else None
+        # A failed `up` puts back what it changed of what serves (components/rollback.py).
+        self.rollback = Rollback({n: node.probe_connection for n, node in self.nodes.items()},
+                                 enabled=spec.rollback == "auto" and not spec.offline)
         for node in self.nodes.values():
             node.observer = self.observer
+            node.rollback = self.rollback if self.rollback.enabled else None
 
         self.kept = [KeptService(self.nodes[k.node], k.unit, child) for k in spec.keep]
 

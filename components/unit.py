@@ -37,7 +37,7 @@ class SystemdUnit(pulumi.ComponentResource):
                            create=render("scripts/install-unit.sh.j2", unit_text=unit_text,
                                          must_stay_up=must_stay_up, **values),
                            delete=render("scripts/remove-unit.sh.j2", **values),
-                           stdin=env_text, triggers=triggers,
+                           stdin=env_text, triggers=triggers, undo="previous", unit=unit_name,
                            expect=UnitRunning(node.name, unit_name, unit_text))
         self.register_outputs({"unit": unit_name, "node": node.name, "digest": self.digest})
 

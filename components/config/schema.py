@@ -386,6 +386,10 @@ class StackSpec(Strict):
     ray: RaySpec = Field(RaySpec(), description="the Ray clusters of topology 'ray' deployments")
     state_dir: NodePath = Field("/var/lib/blackwell-serving", description="where we keep our records on each node")
     offline: bool = Field(False, description="never open a connection to a node (previews in CI of hardware stacks)")
+    rollback: Literal["auto", "off"] = Field(
+        "auto", description="auto: an `up` that fails after it began to change what serves puts back every service it "
+                            "stopped and every unit it started or changed, in the same run; off: leave the nodes as the "
+                            "failure left them (debugging)")
 
     def node(self, name: str) -> NodeSpec:
         return next(n for n in self.nodes if n.name == name)

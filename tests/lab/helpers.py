@@ -5,13 +5,16 @@ from __future__ import annotations
 
 import os
 import subprocess
+from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.lab import topology as lab
 
 REPO = lab.REPO_ROOT
 STACK = "lab"
+LAB_CONFIG = REPO / "stacks" / "Pulumi.lab.yaml"
 
 
 def sh(node: lab.Node, command: str, check: bool = True) -> str:
@@ -73,3 +76,43 @@ def require_lab(*nodes: lab.Node) -> None:
         if os.environ.get("CI"):
             pytest.fail(message)
         pytest.skip(message)
+
+
+class Stack:
+    """The lab stack's config under another name, in a project copy with its own backend."""
+
+    def __init__(self, tmp_path: Path, name: str, change) -> None:
+        from tests.engine.conftest import copy_project
+        self.project = copy_project(tmp_path)
+        self.name = name
+        self.env = {**lab.pulumi_env(), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'backend'}"}
+        self.config = yaml.safe_load(LAB_CONFIG.read_text())["config"]
+        self.change(change)
+        init = self.run("stack", "init", name)
+        assert init.returncode == 0, init.stderr
+
+    def change(self, change) -> None:
+        """Edit the stack file as an operator would: `change` gets the config mapping."""
+        change(self.config)
+        (self.project / "stacks" / f"Pulumi.{self.name}.yaml").write_text(yaml.safe_dump({"config": self.config}))
+
+    def run(self, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
+        stack = [] if args[:2] == ("stack", "init") else ["--stack", self.name]
+        return subprocess.run(["pulumi", *args, *stack, "--non-interactive"], cwd=self.project,
+                              capture_output=True, text=True, timeout=timeout, env=self.env)
+
+    def destroy(self) -> None:
+        down = self.run("destroy", "--yes", "--skip-preview")
+        assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-2000:]
+
+
+def nodes_as_found() -> dict:
+    """What the tests check is as an operator found it: glm, the embeddings server's process,
+    our units and containers on both nodes."""
+    NODE1, NODE2 = lab.nodes(2)
+    return {"glm": (sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true"),
+                    sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true")),
+            "embeddings_pid": unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID"),
+            "our_units": {n.name: sh(n, "systemctl list-units --all --plain --no-legend 'bws-*' | wc -l")
+                          for n in (NODE1, NODE2)},
+            "our_containers": {n.name: container_ids(n) for n in (NODE1, NODE2)}}

@@ -9,19 +9,15 @@ from __future__ import annotations
 import json
 import shutil
 import subprocess
-from pathlib import Path
 
 import pytest
-import yaml
 
-from tests.engine.conftest import copy_project
 from tests.lab import topology as lab
-from tests.lab.helpers import container_ids, pulumi, require_lab, sh, unit_prop
+from tests.lab.helpers import Stack, nodes_as_found, pulumi, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
 NODE1, NODE2 = lab.nodes(2)
-LAB_CONFIG = lab.REPO_ROOT / "stacks" / "Pulumi.lab.yaml"
 NOVEL_ARCH = "BlackwellLabNovelForCausalLM"
 
 
@@ -33,38 +29,6 @@ def lab_clean():
     assert select.returncode == 0, select.stderr
     down = pulumi("destroy", "--yes", "--skip-preview")
     assert down.returncode == 0, down.stdout[-3000:]
-
-
-class Stack:
-    """The lab stack's config under another name, in a project copy with its own backend."""
-
-    def __init__(self, tmp_path: Path, name: str, change) -> None:
-        self.project = copy_project(tmp_path)
-        self.name = name
-        self.env = {**lab.pulumi_env(), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'backend'}"}
-        config = yaml.safe_load(LAB_CONFIG.read_text())["config"]
-        change(config)
-        (self.project / "stacks" / f"Pulumi.{name}.yaml").write_text(yaml.safe_dump({"config": config}))
-        init = self.run("stack", "init", name)
-        assert init.returncode == 0, init.stderr
-
-    def run(self, *args: str, timeout: int = 1800) -> subprocess.CompletedProcess:
-        stack = [] if args[:2] == ("stack", "init") else ["--stack", self.name]
-        return subprocess.run(["pulumi", *args, *stack, "--non-interactive"], cwd=self.project,
-                              capture_output=True, text=True, timeout=timeout, env=self.env)
-
-    def destroy(self) -> None:
-        down = self.run("destroy", "--yes", "--skip-preview")
-        assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-2000:]
-
-
-def nodes_as_found() -> dict:
-    return {"glm": (sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true"),
-                    sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true")),
-            "embeddings_pid": unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID"),
-            "our_units": {n.name: sh(n, "systemctl list-units --all --plain --no-legend 'bws-*' | wc -l")
-                          for n in (NODE1, NODE2)},
-            "our_containers": {n.name: container_ids(n) for n in (NODE1, NODE2)}}
 
 
 def assert_untouched(before: dict) -> None:

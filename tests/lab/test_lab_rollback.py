@@ -1,0 +1,132 @@
+"""The safe swap on the lab, on the real engine (components/rollback.py): an `up` whose engine
+fails after glm was stopped gives glm back in the same run; a swap of our own deployment to a
+model whose engine fails puts the previous one back, serving; a swap that works removes the
+previous model's cache only once the new one answered. Each runs a one-node variant of the lab
+stack (everything on lab-1: no image copy) as its own stack in a copy of the project."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import pytest
+
+from tests.lab import topology as lab
+from tests.lab.helpers import Stack, nodes_as_found, require_lab, sh
+
+pytestmark = pytest.mark.lab
+
+NODE1, NODE2 = lab.nodes(2)
+PORT = 8000
+SERVED = "tiny-llama"
+
+
+def one_node(c: dict) -> None:
+    """The lab stack with everything on lab-1 (a single-node deployment)."""
+    m, d, img = c["blackwell-serving:models"][0], c["blackwell-serving:deployments"][0], c["blackwell-serving:images"][0]
+    m["nodes"] = img["nodes"] = ["lab-1"]
+    d.update(nodes=["lab-1"], topology="single", health={"timeout_s": 600})
+    d.pop("executor", None)
+    c.pop("blackwell-serving:fabric", None)
+
+
+def model_copy(tmp_path, name: str, **config_changes):
+    model = tmp_path / name
+    shutil.copytree(lab.STATE_DIR / "tiny-model", model)
+    config = json.loads((model / "config.json").read_text())
+    (model / "config.json").write_text(json.dumps({**config, **config_changes}, indent=2, sort_keys=True))
+    return model
+
+
+def swap_model(c: dict, name: str, revision: str, path) -> None:
+    """Serve another model (a new entry of models:, as an operator writes a swap)."""
+    c["blackwell-serving:models"][0].update(name=name, revision=revision, source={"kind": "local", "path": str(path)})
+    c["blackwell-serving:deployments"][0]["model"] = name
+
+
+def completion() -> dict:
+    """A real chat completion from the engine on lab-1, asked on the node (the key from its file)."""
+    key = (lab.STATE_DIR / "api-key").read_text().strip()
+    body = json.dumps({"model": SERVED, "max_tokens": 4, "temperature": 0,
+                       "messages": [{"role": "user", "content": "Say hello."}]})
+    out = sh(NODE1, f"curl -fsS --max-time 60 -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' "
+                    f"--data-binary '{body}' http://127.0.0.1:{PORT}/v1/chat/completions")
+    return json.loads(out)
+
+
+def served_path() -> str:
+    key = (lab.STATE_DIR / "api-key").read_text().strip()
+    models = json.loads(sh(NODE1, f"curl -fsS --max-time 30 -H 'Authorization: Bearer {key}' "
+                                  f"http://127.0.0.1:{PORT}/v1/models"))
+    return models["data"][0]["root"]
+
+
+@pytest.fixture(scope="module")
+def lab_clean():
+    require_lab(NODE1, NODE2)
+    assert nodes_as_found()["our_units"] == {NODE1.name: "0", NODE2.name: "0"}, "the lab has units of ours left"
+
+
+def test_an_engine_that_cannot_start_gives_glm_back_in_the_same_up(lab_clean, tmp_path):
+    def rejected_flag(c):
+        one_node(c)
+        c["blackwell-serving:deployments"][0]["extra_args"].append("--no-such-flag")
+
+    stack = Stack(tmp_path, "lab-rollback", rejected_flag)
+    before = nodes_as_found()
+    assert before["glm"] == ("active", "enabled")
+    try:
+        up = stack.run("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0, out[-4000:]
+        assert "The run was rolled back" in out, out[-6000:]
+        assert "Last lines of our units' journal on lab-1" in out and "--no-such-flag" in out, out[-6000:]
+        assert "Start glm.service again on lab-1 (restore)" in out, out[-6000:]
+        # As found: glm serves again, the embeddings server was never touched, nothing of ours runs.
+        assert nodes_as_found() == before
+        assert sh(NODE1, f"curl -fsS --max-time 5 http://127.0.0.1:{lab.GLM_PORT}/ >/dev/null && echo up") == "up"
+        # The todo list shows what the failed run left to do: glm to retire, the engine to start.
+        preview = stack.run("preview", "--json")
+        steps = [s for s in json.loads(preview.stdout)["steps"] if s["op"] != "same"]
+        names = {s["urn"].split("::")[-1] for s in steps}
+        assert "lab-1-glm-retire" in names, names
+    finally:
+        stack.destroy()
+    assert nodes_as_found() == before
+
+
+def test_a_failed_swap_brings_the_previous_model_back_and_a_good_one_replaces_it(lab_clean, tmp_path):
+    broken = model_copy(tmp_path, "tiny-broken", max_position_embeddings=128)  # < max_model_len: vLLM refuses
+    second = model_copy(tmp_path, "tiny-second")
+    stack = Stack(tmp_path, "lab-swap", one_node)
+    first_cache = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
+    try:
+        up = stack.run("up", "--yes", "--skip-preview")
+        assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
+        assert completion()["choices"]
+        pid_before = sh(NODE1, "systemctl show -p MainPID --value bws-tiny.service")
+
+        stack.change(lambda c: swap_model(c, "tiny-broken", "lab-broken", broken))
+        up = stack.run("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0, out[-4000:]
+        assert "The run was rolled back" in out and "Put the previous bws-tiny.service back on lab-1" in out, out[-6000:]
+        # The previous deployment serves again (a new process of the previous unit), its cache intact.
+        assert served_path().endswith("lab-v1"), served_path()
+        assert completion()["choices"]
+        assert sh(NODE1, "systemctl show -p MainPID --value bws-tiny.service") != pid_before
+        assert sh(NODE1, f"test -d {first_cache} && echo kept") == "kept"
+        # The todo list shows the failed swap: the unit to rewrite with the new model.
+        preview = stack.run("preview", "--json")
+        names = {s["urn"].split("::")[-1] for s in json.loads(preview.stdout)["steps"] if s["op"] != "same"}
+        assert "tiny-lab-1-install" in names, names
+
+        stack.change(lambda c: swap_model(c, "tiny-second", "lab-v2", second))
+        up = stack.run("up", "--yes", "--skip-preview")
+        assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
+        assert served_path().endswith("lab-v2"), served_path()
+        assert completion()["choices"]
+        # Only now, after the new model answered, is the previous cache gone.
+        assert sh(NODE1, f"test -e {first_cache} && echo there || echo gone") == "gone"
+    finally:
+        stack.destroy()
