@@ -19,6 +19,12 @@ from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text
 
 
+# bash: until HOST:PORT accepts a TCP connection, for at most SECONDS.
+WAIT_FOR_PORT = ('end=$((SECONDS + $3)); until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do '
+                 'if [ "$SECONDS" -ge "$end" ]; then echo "Ray head $1:$2 did not answer in $3 s" >&2; exit 1; fi; '
+                 'sleep 2; done')
+
+
 def ray_tmp_dir(state_dir: str, name: str) -> str:
     """Ray's session directory on the host, shared with the engine's driver container."""
     return f"{state_dir}/ray/{name}"
@@ -38,16 +44,20 @@ class RayCluster(pulumi.ComponentResource):
         tmp = ray_tmp_dir(state_dir, name)
         self.tmp_dir = tmp
         object_store = str(int(ray.object_store_gb * 1024 ** 3))
+        # ExecStartPre of the units that need the head (workers, the engine): after a reboot all
+        # start together; each waits (bounded) until the head's GCS port answers.
+        self.wait_for_head = ["/bin/bash", "-c", WAIT_FOR_PORT, "wait-for-ray-head", self.head_address,
+                              str(ray.port), str(ray.join_timeout_s)]
 
         def node_unit(node: Node, role: str, command: list[str], unit_name: str, container: str,
-                      deps: Sequence[pulumi.Resource]) -> SystemdUnit:
+                      deps: Sequence[pulumi.Resource], waits: bool = False) -> SystemdUnit:
             env = fabric_environment(fabric, node.spec)
             text = container_unit_text(
                 component=f"RayCluster {name}", description=f"blackwell-serving Ray {role} ({name})",
                 container=container, image=image, command=command,
                 docker_args=docker_args(docker, fabric, list(env), [*mounts, f"{tmp}:/tmp/ray"]),
                 environment=env, restart="always",
-                pre_start=[["/usr/bin/mkdir", "-p", tmp]])
+                pre_start=[["/usr/bin/mkdir", "-p", tmp], *([self.wait_for_head] if waits else [])])
             # A new image under the same tag restarts the container too.
             step = StepInfo(node.name, "cluster", do=f"Start Ray {role} on {node.name}",
                             redo=f"Restart Ray {role} on {node.name} with its new unit",
@@ -67,7 +77,7 @@ class RayCluster(pulumi.ComponentResource):
                        f"--node-ip-address={w.spec.fabric_address}", f"--object-store-memory={object_store}",
                        "--disable-usage-stats"],
                       f"bws-{name}-worker.service", f"bws-{name}-worker",
-                      [*depends_on, self.head_unit])
+                      [*depends_on, self.head_unit], waits=True)
             for w in workers]
         self.ready = run(f"{name}-ready", head, parent=self,
                          step=StepInfo(head.name, "cluster", do=f"Wait until every node has joined Ray cluster {name}",

@@ -21,6 +21,7 @@ from .remote import run
 from .render import digest, render
 from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text, env_file_text
+from .watchdog import Watchdog
 
 DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
 SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
@@ -35,7 +36,7 @@ class Deployment(pulumi.ComponentResource):
     def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], *, image: str, image_id: pulumi.Input[str],
                  model_path: str,
                  model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
-                 api_key: pulumi.Output[str] | None, depends_on: Sequence[pulumi.Resource] = (),
+                 api_key: pulumi.Output[str] | None, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.DEPLOYMENT, spec.name, None, opts)
         self.spec = spec
@@ -55,6 +56,10 @@ class Deployment(pulumi.ComponentResource):
                 mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
                 after = binds = [cluster.head_unit_name]
             command = engine_argv(spec, model_path, rank, head_fabric)
+            pre_start = [DROP_PAGE_CACHE] if spec.drop_page_cache else []
+            if cluster is not None:
+                # After a reboot the units start together: the engine waits for its Ray head.
+                pre_start.append(cluster.wait_for_head)
             if env_file:
                 # The key reaches the engine through a mounted root-only file, read into its
                 # environment at start: with `-e NAME` Docker would copy the value into the
@@ -67,7 +72,7 @@ class Deployment(pulumi.ComponentResource):
                 container=f"bws-{spec.name}", image=image, command=command,
                 docker_args=docker_args(spec.docker, fabric, list(env), mounts),
                 environment=env, after=after, binds_to=binds,
-                pre_start=[DROP_PAGE_CACHE] if spec.drop_page_cache else [])
+                pre_start=pre_start)
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
                                env_text=env_text, depends_on=deps, triggers=[image_id],
                                opts=pulumi.ResourceOptions(parent=self))
@@ -83,15 +88,23 @@ class Deployment(pulumi.ComponentResource):
         address = "127.0.0.1" if str(spec.bind) == "0.0.0.0" else str(spec.bind)
         request = {"model": spec.served_name, "max_tokens": spec.health.max_tokens, "temperature": 0,
                    "messages": [{"role": "user", "content": spec.health.prompt}]}
+        # How the gate and the watchdog ask the engine for a real completion.
+        completion = dict(address=address, port=spec.port, env_file=env_file, key_var=key_var,
+                          request_json=json.dumps(request))
         self.health = run(
             f"{spec.name}-health", head, parent=self, depends_on=self.units,
             step=StepInfo(head.name, "verify", do=f"Health gate: a real chat completion from {spec.name}",
                           undo=f"Drop the health gate of {spec.name}"),
-            create=render("scripts/health-gate.sh.j2", deployment=spec.name, address=address, port=spec.port,
-                          served_name=spec.served_name, unit=unit_name, env_file=env_file, key_var=key_var,
-                          timeout_s=spec.health.timeout_s, request_json=json.dumps(request),
-                          engine_digest=digest(*(u.unit_text for u in self.units))),
+            create=render("scripts/health-gate.sh.j2", deployment=spec.name, served_name=spec.served_name,
+                          unit=unit_name, timeout_s=spec.health.timeout_s,
+                          engine_digest=digest(*(u.unit_text for u in self.units)), **completion),
             expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"))
+        if spec.watchdog.enabled:
+            # The Ray head first (the engine is bound to it and stops with it), then the engine.
+            order = [*([cluster.head_unit_name] if cluster is not None else []), unit_name]
+            self.watchdog = Watchdog(spec, head, engine_unit=unit_name, restart_units=order, completion=completion,
+                                     state_dir=state_dir, depends_on=[self.health],
+                                     opts=pulumi.ResourceOptions(parent=self))
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})

@@ -89,7 +89,7 @@ class ServingStack(pulumi.ComponentResource):
             self.deployments[d.name] = Deployment(
                 d, nodes, image=image.tag, image_id=image.image_id, model_path=model.path,
                 model_cache_dir=model.spec.cache_dir,
-                fabric=spec.fabric, cluster=cluster, api_key=api_key,
+                fabric=spec.fabric, cluster=cluster, api_key=api_key, state_dir=spec.state_dir,
                 depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
 
         for node in self.nodes.values():

@@ -255,6 +255,15 @@ class HealthSpec(Strict):
     max_tokens: int = Field(8, ge=1, le=256, description="tokens the gate's completion may generate")
 
 
+class WatchdogSpec(Strict):
+    """A timer on the head sends a real completion every interval_s; after `failures` failures in a
+    row it restarts the deployment's units (Ray head, then the engine; workers rejoin by themselves)."""
+    enabled: bool = Field(True, description="watch the deployment once its health gate passed")
+    interval_s: int = Field(30, ge=5, le=3600, description="seconds between two checks")
+    failures: int = Field(3, ge=1, le=100, description="failed checks in a row that restart the deployment")
+    timeout_s: int = Field(30, ge=1, le=600, description="how long one check waits for its completion")
+
+
 Engine = Literal["vllm", "sglang"]
 
 
@@ -311,6 +320,8 @@ class DeploymentSpec(Strict):
                                           "the unit in plain text)")
     docker: DockerRun = Field(DockerRun(), description="options of the engine's and Ray's `docker run`")
     health: HealthSpec = Field(HealthSpec(), description="the health gate: a real chat completion after start")
+    watchdog: WatchdogSpec = Field(WatchdogSpec(), description="the watchdog: real completions on a timer, a restart "
+                                                               "when it stops answering (a wedged engine)")
     drop_page_cache: bool = Field(False, description="drop the page cache before loading (unified memory)")
 
     @model_validator(mode="after")

@@ -50,6 +50,15 @@ def project_with_a_module_moved(tmp_path):
     return copy
 
 
+def api_key() -> str:
+    """The lab stack's API key (a secret file the main job makes; made here when absent)."""
+    key = lab.STATE_DIR / "api-key"
+    if not key.exists():
+        key.write_text(os.urandom(18).hex() + "\n")
+        key.chmod(0o600)
+    return key.read_text().strip()
+
+
 def unit_prop(node, unit, prop) -> str:
     return sh(node, f"systemctl show -p {prop} --value {unit}")
 

@@ -5,16 +5,15 @@ docker, ray, HTTP). Needs `tests/lab/lab up`; runs the operator's `lab` stack (.
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
+import time
 import urllib.request
-from pathlib import Path
 
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import (changes, container_ids, project_with_a_module_moved, pulumi, require_lab, sh,
+from tests.lab.helpers import (api_key, changes, container_ids, project_with_a_module_moved, pulumi, require_lab, sh,
                                unit_prop)
 
 pytestmark = pytest.mark.lab
@@ -22,24 +21,22 @@ pytestmark = pytest.mark.lab
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
 STACK = "lab"
-UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service"], NODE2: ["bws-tiny-ray-worker.service"]}
+UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service", "bws-tiny-watchdog.timer"],
+         NODE2: ["bws-tiny-ray-worker.service"]}
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 
 
 @pytest.fixture(scope="module")
 def lab_ready():
     require_lab(NODE1, NODE2)
-    key = lab.STATE_DIR / "api-key"
-    if not key.exists():
-        key.write_text(os.urandom(18).hex() + "\n")
-        key.chmod(0o600)
+    key = api_key()
     select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
                             cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
     assert select.returncode == 0, select.stderr
     # A clean start: whatever an earlier run left is given back first.
     down = pulumi("destroy", "--yes", "--skip-preview")
     assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-3000:]
-    return key.read_text().strip()
+    return key
 
 
 @pytest.fixture(scope="module")
@@ -238,6 +235,73 @@ def test_unreachable_node_is_pending_in_the_list_and_up_changes_nothing(converge
         subprocess.run(["docker", "exec", NODE2.name, "systemctl", "start", "ssh.service"], check=True, timeout=60)
     assert {u: unit_prop(NODE1, u, "ActiveEnterTimestamp") for u in UNITS[NODE1]} == stamps
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == glm
+    assert todo_list() == []
+
+
+def engine_answers() -> bool:
+    """A real chat completion from the engine, asked on lab-1 (the key from its root-only file)."""
+    run = subprocess.run(NODE1.ssh_argv(
+        "key=$(sed -n 's/^VLLM_API_KEY=//p' /etc/blackwell-serving/tiny.env); "
+        "curl -fsS --max-time 20 -H \"Authorization: Bearer $key\" -H 'Content-Type: application/json' "
+        "--data '{\"model\": \"tiny-llama\", \"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}' "
+        "http://127.0.0.1:8000/v1/chat/completions"), capture_output=True, text=True, timeout=60)
+    return run.returncode == 0 and '"choices"' in run.stdout
+
+
+def wait_until(check, timeout_s: float, what: str) -> float:
+    """Seconds until check() held; fails after timeout_s."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout_s:
+            raise AssertionError(f"{what}: not within {timeout_s} s")
+        time.sleep(2)
+    return time.monotonic() - start
+
+
+# The lab engine's start (CPU vLLM, the tiny model) takes about a minute; bounds leave room for a
+# loaded machine.
+ENGINE_START_S = 240
+
+
+def test_a_killed_engine_container_serves_again_by_itself(converged):
+    sh(NODE1, "docker kill bws-tiny")
+    # systemd's restart policy: RestartSec (10 s), then the engine's start.
+    took = wait_until(engine_answers, 10 + ENGINE_START_S, "serving again after docker kill")
+    print(f"serving again {took:.0f} s after docker kill")
+    assert int(unit_prop(NODE1, "bws-tiny.service", "NRestarts")) >= 1
+
+
+def test_a_wedged_engine_is_restarted_by_the_watchdog(converged):
+    """Every process of the engine's container stopped (SIGSTOP): alive, answering nothing.
+    systemd sees nothing wrong; the watchdog (lab: every 10 s, 2 failures) restarts it."""
+    wait_until(lambda: sh(NODE1, "test -s /run/blackwell-serving/watchdog/tiny.answered && echo y || true") == "y",
+               60, "the watchdog's first answered check")
+    run_before = unit_prop(NODE1, "bws-tiny.service", "InvocationID")
+    sh(NODE1, "for p in $(docker top bws-tiny -eo pid | tail -n +2); do kill -STOP \"$p\"; done")
+    # 2 checks 10 s apart, each waiting 10 s; docker stop's 30 s before it kills the frozen
+    # processes; then the start.
+    took = wait_until(lambda: unit_prop(NODE1, "bws-tiny.service", "InvocationID") != run_before and engine_answers(),
+                      2 * (10 + 10) + 30 + ENGINE_START_S, "serving again after SIGSTOP")
+    print(f"serving again {took:.0f} s after SIGSTOP")
+    journal = sh(NODE1, "journalctl -u bws-tiny-watchdog.service --no-pager -o cat")
+    assert "no completion (2 of 2 in a row)" in journal and "restarting" in journal, journal[-2000:]
+
+
+def test_restarted_nodes_serve_again_with_glm_still_retired(converged):
+    """Both node containers stopped (systemd shuts down) and started as the lab starts them: our
+    units come back by themselves in order and serve without an `up`; glm stays stopped and
+    disabled; embeddings runs."""
+    subprocess.run(["docker", "stop", NODE1.name, NODE2.name], check=True, timeout=180, capture_output=True)
+    lab_up = subprocess.run(["bash", str(REPO / "tests" / "lab" / "lab"), "up"], capture_output=True, text=True,
+                            timeout=900)
+    assert lab_up.returncode == 0, lab_up.stderr[-3000:]
+    took = wait_until(engine_answers, ENGINE_START_S + 120, "serving again after the nodes restarted")
+    print(f"serving again {took:.0f} s after the nodes were up")
+    assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "disabled"
+    assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") != "active"
+    assert unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "ActiveState") == "active"
+    wait_until(lambda: unit_prop(NODE2, "bws-tiny-ray-worker.service", "ActiveState") == "active", 120,
+               "the Ray worker")
     assert todo_list() == []
 
 

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, nodes_as_found, require_lab, sh
+from tests.lab.helpers import Stack, api_key, nodes_as_found, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
@@ -46,7 +46,7 @@ def swap_model(c: dict, name: str, revision: str, path) -> None:
 
 def completion() -> dict:
     """A real chat completion from the engine on lab-1, asked on the node (the key from its file)."""
-    key = (lab.STATE_DIR / "api-key").read_text().strip()
+    key = api_key()
     body = json.dumps({"model": SERVED, "max_tokens": 4, "temperature": 0,
                        "messages": [{"role": "user", "content": "Say hello."}]})
     out = sh(NODE1, f"curl -fsS --max-time 60 -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' "
@@ -55,7 +55,7 @@ def completion() -> dict:
 
 
 def served_path() -> str:
-    key = (lab.STATE_DIR / "api-key").read_text().strip()
+    key = api_key()
     models = json.loads(sh(NODE1, f"curl -fsS --max-time 30 -H 'Authorization: Bearer {key}' "
                                   f"http://127.0.0.1:{PORT}/v1/models"))
     return models["data"][0]["root"]
@@ -64,6 +64,7 @@ def served_path() -> str:
 @pytest.fixture(scope="module")
 def lab_clean():
     require_lab(NODE1, NODE2)
+    api_key()
     assert nodes_as_found()["our_units"] == {NODE1.name: "0", NODE2.name: "0"}, "the lab has units of ours left"
 
 

@@ -44,6 +44,7 @@ COMPONENTS = {
     "tiny-ray-worker-lab-2": ("blackwell:unit:SystemdUnit", "tiny-ray"),
     "tiny#deployment": ("blackwell:deployment:Deployment", "lab"),
     "tiny-lab-1": ("blackwell:unit:SystemdUnit", "tiny#deployment"),
+    "tiny-watchdog": ("blackwell:deployment:Watchdog", "tiny#deployment"),
 }
 
 
@@ -112,6 +113,10 @@ COMMANDS: dict[str, Cmd] = {
     "tiny-health": Cmd("remote", "tiny#deployment", StepInfo(
         "lab-1", "verify", do="Health gate: a real chat completion from tiny", undo="Drop the health gate of tiny"),
         ("tiny-lab-1-install",)),
+    "tiny-watchdog-timer": Cmd("remote", "tiny-watchdog", StepInfo(
+        "lab-1", "verify", do="Arm the watchdog of tiny: a completion every 30 s, a restart after 3 failures in a row",
+        undo="Disarm the watchdog of tiny on lab-1", priority="normal"),
+        ("tiny-health",)),
 }
 
 # With fabric.bandwidth_check set, one more preflight step, which gates everything too.

@@ -127,8 +127,8 @@ def test_a_step_the_preview_did_not_list_becomes_a_new_item(lab_items):
     items = [i for i in lab_items if i.id != "tiny-health"]
     live = live_for(items, steps=declared_steps(fixtures.first_preview_events()))
     lines = feed(live, [pre("tiny-health")])
-    assert lines[0] == "12:00:00  + new item 15: Health gate: a real chat completion from tiny (create)"
-    assert lines[1] == ("12:00:00  [~] 15. Health gate: a real chat completion from tiny [lab-1]  "
+    assert lines[0] == "12:00:00  + new item 16: Health gate: a real chat completion from tiny (create)"
+    assert lines[1] == ("12:00:00  [~] 16. Health gate: a real chat completion from tiny [lab-1]  "
                         "pending -> in_progress")
     assert (live.items[-1].id, live.items[-1].node, live.items[-1].phase) == ("tiny-health", "lab-1", "verify")
 
@@ -138,8 +138,8 @@ def test_a_new_deletion_is_described_by_the_last_ups_record_and_an_undeclared_st
     live = live_for([i for i in lab_items if i.id not in ("tiny-to-lab-2", "tiny-health")],
                     steps=declared_steps([], previous))
     lines = feed(live, [pre("tiny-to-lab-2", op="delete"), pre("tiny-health")])
-    assert lines[0] == "12:00:00  + new item 14: Remove model tiny from lab-2 (delete)"
-    assert lines[2] == "12:00:00  + new item 15: Run tiny-health (create)"
+    assert lines[0] == "12:00:00  + new item 15: Remove model tiny from lab-2 (delete)"
+    assert lines[2] == "12:00:00  + new item 16: Run tiny-health (create)"
     assert [(i.priority, i.node) for i in live.items[-2:]] == [("normal", "lab-1"), ("high", None)]
 
 
@@ -149,7 +149,7 @@ def test_summary_counts_every_status(lab_items):
                 pre("tiny-upload")])
     text = live.summary("error: update failed")
     first = text.splitlines()[0]
-    assert first.startswith("12:00:00  up failed: 15 items, 1 completed, 1 failed, 1 interrupted, 12 not reached in ")
+    assert first.startswith("12:00:00  up failed: 16 items, 1 completed, 1 failed, 1 interrupted, 13 not reached in ")
     assert "  failed: 3. Build image vllm-lab on lab-1 (transformers>=5) [lab-1]" in text
     assert text.splitlines()[-1] == "  engine: error: update failed"
 
@@ -158,5 +158,5 @@ def test_a_clean_run_ends_finished(lab_items):
     live = live_for(lab_items)
     for item in lab_items:
         feed(live, [pre(item.id), done(item.id)])
-    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 15, "failed": 0}
-    assert live.summary().split("  ", 1)[1].startswith("up finished: 15 items, 15 completed, 0 failed in ")
+    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 16, "failed": 0}
+    assert live.summary().split("  ", 1)[1].startswith("up finished: 16 items, 16 completed, 0 failed in ")

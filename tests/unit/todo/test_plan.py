@@ -31,6 +31,8 @@ LAB_ORDER = [
     ("tiny-ray-ready", "lab-1", "cluster", "Wait until every node has joined Ray cluster tiny-ray"),
     ("tiny-lab-1-install", "lab-1", "serve", "Install and start bws-tiny.service on lab-1"),
     ("tiny-health", "lab-1", "verify", "Health gate: a real chat completion from tiny"),
+    ("tiny-watchdog-timer", "lab-1", "verify",
+     "Arm the watchdog of tiny: a completion every 30 s, a restart after 3 failures in a row"),
     ("lab-2-embeddings-check", "lab-2", "verify", "Check that embeddings.service stays up on lab-2 (never touched)"),
 ]
 
@@ -54,7 +56,7 @@ def test_every_item_starts_pending_with_reason_create(lab_items):
 
 
 def test_priorities_are_the_declared_ones(lab_items):
-    assert [i.id for i in lab_items if i.priority == "normal"] == ["lab-2-embeddings-check"]
+    assert [i.id for i in lab_items if i.priority == "normal"] == ["tiny-watchdog-timer", "lab-2-embeddings-check"]
     assert {i.id: i.priority for i in lab_items} == {n: c.step.priority for n, c in fixtures.COMMANDS.items()}
 
 

@@ -46,6 +46,7 @@ ray() {
   printf 'ray\t%s\t%s\n' "$1" "${alive:-0}"
 }
 unit bws-tiny-ray-head.service
+unit bws-tiny-watchdog.timer
 unit bws-tiny.service
 unit glm.service
 image blackwell-serving/vllm-lab:2b5ceeb6797a

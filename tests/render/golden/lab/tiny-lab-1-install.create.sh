@@ -18,6 +18,9 @@ cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 Description=blackwell-serving vllm tiny
 After=docker.service network-online.target
 Wants=network-online.target
+# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
+# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
+StartLimitIntervalSec=0
 Requires=docker.service
 
 [Service]
@@ -33,6 +36,7 @@ Environment="SGLANG_HOST_IP=198.19.0.11"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.11"
 Environment="HF_HUB_OFFLINE=1"
 Environment="VLLM_CPU_KVCACHE_SPACE=1"
+ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "198.19.0.11" "6379" "300"
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--network" \

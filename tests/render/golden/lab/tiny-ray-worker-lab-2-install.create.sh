@@ -10,6 +10,9 @@ cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 Description=blackwell-serving Ray worker (tiny-ray)
 After=docker.service network-online.target
 Wants=network-online.target
+# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
+# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
+StartLimitIntervalSec=0
 Requires=docker.service
 
 [Service]
@@ -24,6 +27,7 @@ Environment="VLLM_HOST_IP=198.19.0.12"
 Environment="SGLANG_HOST_IP=198.19.0.12"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.12"
 ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/tiny-ray"
+ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "198.19.0.11" "6379" "300"
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny-ray-worker"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-worker" \
   "--network" \

@@ -31,6 +31,7 @@ dir() {
 url() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
+unit bws-qwen35-397b-watchdog.timer
 unit bws-qwen35-397b.service
 unit sglang-kimi.service
 image blackwell-serving/sglang-cu13:6652dad398a1

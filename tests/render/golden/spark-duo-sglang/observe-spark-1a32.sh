@@ -42,6 +42,7 @@ rdma() {
 url() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
+unit bws-qwen35-sglang-watchdog.timer
 unit bws-qwen35-sglang.service
 unit vllm-cluster.service
 unit vllm-proxy.service

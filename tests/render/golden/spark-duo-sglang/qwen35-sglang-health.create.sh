@@ -1,19 +1,21 @@
 #!/usr/bin/env bash
 # The health gate: /health alone misses a dead worker, so wait for the served model to be listed
 # and then ask for a real chat completion. Bounded by the deployment's health timeout.
-# Engine units checked: 6758e90e9856 (a new engine means a new check).
+# Engine units checked: 5269f2c08026 (a new engine means a new check).
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'health qwen35-sglang' "$*" >&2; }
 base=http://127.0.0.1:30000
-headers=$(mktemp)
-trap 'rm -f "$headers"' EXIT
-chmod 0600 "$headers"
-echo 'Content-Type: application/json' > "$headers"
-# The API key stays out of argv: read from the root-only env file into a header file.
-key=$(sed -n 's/^SGLANG_API_KEY=//p' /etc/blackwell-serving/qwen35-sglang.env)
-printf 'Authorization: Bearer %s\n' "$key" >> "$headers"
+ask_dir=$(mktemp -d)
+trap 'rm -rf "$ask_dir"' EXIT
+echo 'Content-Type: application/json' > "$ask_dir/headers"
+printf 'Authorization: Bearer %s\n' "$(sed -n 's/^SGLANG_API_KEY=//p' /etc/blackwell-serving/qwen35-sglang.env)" >> "$ask_dir/headers"
+cat > "$ask_dir/body" <<'BWS_BODY_EOF'
+{"model": "qwen3.5-122b", "max_tokens": 8, "temperature": 0, "messages": [{"role": "user", "content": "Say hello."}]}
+BWS_BODY_EOF
+ask() { curl -fsS --max-time "$1" -H @"$ask_dir/headers" --data-binary @"$ask_dir/body" "$base/v1/chat/completions"; }
+list_models() { curl -fsS --max-time "$1" -H @"$ask_dir/headers" "$base/v1/models"; }
 deadline=$(( $(date +%s) + 1800 ))
-until curl -fsS --max-time 10 -H @"$headers" "$base/v1/models" 2>/dev/null | grep -q '"qwen3.5-122b"'; do
+until list_models 10 2>/dev/null | grep -q '"qwen3.5-122b"'; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
     log "no /v1/models listing" qwen3.5-122b "after 1800 s"
     systemctl status bws-qwen35-sglang.service --no-pager -n 20 >&2 || true
@@ -27,13 +29,8 @@ until curl -fsS --max-time 10 -H @"$headers" "$base/v1/models" 2>/dev/null | gre
   sleep 5
 done
 log "model listed; sending a chat completion"
-body=$(mktemp)
-trap 'rm -f "$headers" "$body"' EXIT
-cat > "$body" <<'BWS_BODY_EOF'
-{"model": "qwen3.5-122b", "max_tokens": 8, "temperature": 0, "messages": [{"role": "user", "content": "Say hello."}]}
-BWS_BODY_EOF
 start=$(date +%s%N)
-reply=$(curl -fsS --max-time 300 -H @"$headers" --data-binary @"$body" "$base/v1/chat/completions")
+reply=$(ask 300)
 ms=$(( ($(date +%s%N) - start) / 1000000 ))
 if ! printf '%s' "$reply" | grep -q '"choices"'; then
   log "the completion failed: $reply"

@@ -18,6 +18,9 @@ cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 Description=blackwell-serving sglang qwen35-sglang (rank 0)
 After=docker.service network-online.target
 Wants=network-online.target
+# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
+# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
+StartLimitIntervalSec=0
 Requires=docker.service
 
 [Service]

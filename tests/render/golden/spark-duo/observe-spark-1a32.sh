@@ -49,6 +49,7 @@ ray() {
   printf 'ray\t%s\t%s\n' "$1" "${alive:-0}"
 }
 unit bws-qwen35-ray-head.service
+unit bws-qwen35-watchdog.timer
 unit bws-qwen35.service
 unit vllm-cluster.service
 unit vllm-proxy.service

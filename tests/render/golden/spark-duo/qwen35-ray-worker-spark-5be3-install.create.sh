@@ -10,6 +10,9 @@ cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 Description=blackwell-serving Ray worker (qwen35-ray)
 After=docker.service network-online.target
 Wants=network-online.target
+# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
+# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
+StartLimitIntervalSec=0
 Requires=docker.service
 
 [Service]
@@ -24,6 +27,7 @@ Environment="VLLM_HOST_IP=192.168.200.13"
 Environment="SGLANG_HOST_IP=192.168.200.13"
 Environment="RAY_NODE_IP_ADDRESS=192.168.200.13"
 ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/qwen35-ray"
+ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "192.168.200.12" "6379" "300"
 ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35-ray-worker"
 ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-ray-worker" \
   "--network" \

@@ -18,6 +18,9 @@ cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 Description=blackwell-serving vllm qwen35
 After=docker.service network-online.target bws-qwen35-ray-head.service
 Wants=network-online.target
+# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
+# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
+StartLimitIntervalSec=0
 Requires=docker.service bws-qwen35-ray-head.service
 BindsTo=bws-qwen35-ray-head.service
 
@@ -36,6 +39,7 @@ Environment="HF_HUB_OFFLINE=1"
 Environment="VLLM_ATTENTION_BACKEND=FLASHINFER"
 Environment="RAY_ADDRESS=192.168.200.12:6379"
 ExecStartPre="/bin/sh" "-c" "sync && echo 3 > /proc/sys/vm/drop_caches"
+ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "192.168.200.12" "6379" "300"
 ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35"
 ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
   "--network" \

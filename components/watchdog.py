@@ -1,0 +1,48 @@
+"""Watchdog: after a deployment passed its health gate, a systemd timer on its head sends it a
+real chat completion every interval and, after a number of failures in a row, restarts its
+units in order (the Ray head first, then the engine) — what systemd's own restart policy cannot
+see: an engine whose process is alive but answers nothing."""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import pulumi
+
+from . import types
+from .config.schema import DeploymentSpec
+from .node import Node
+from .observe import UnitRunning
+from .remote import run
+from .render import render
+from .steps import StepInfo
+
+
+class Watchdog(pulumi.ComponentResource):
+    def __init__(self, spec: DeploymentSpec, head: Node, *, engine_unit: str, restart_units: Sequence[str],
+                 completion: dict, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(types.WATCHDOG, f"{spec.name}-watchdog", None, opts)
+        w = spec.watchdog
+        service, timer = f"bws-{spec.name}-watchdog.service", f"bws-{spec.name}-watchdog.timer"
+        script_dir = f"{state_dir}/watchdog"
+        script_path = f"{script_dir}/{spec.name}.sh"
+        names = dict(deployment=spec.name, timer=timer, service=service, interval_s=w.interval_s,
+                     failures=w.failures, restart_units=list(restart_units))
+        script = render("scripts/watchdog.sh.j2", engine_unit=engine_unit, timeout_s=w.timeout_s,
+                        grace_s=spec.health.timeout_s, **completion, **names)
+        timer_text = render("units/watchdog.timer.j2", **names)
+        units = [(service, render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
+                                  timeout_s=w.timeout_s, **names)),
+                 (timer, timer_text)]
+        paths = dict(script_dir=script_dir, script_path=script_path)
+        self.command = run(
+            f"{spec.name}-watchdog-timer", head, parent=self, depends_on=depends_on, undo="remove",
+            step=StepInfo(head.name, "verify",
+                          do=f"Arm the watchdog of {spec.name}: a completion every {w.interval_s} s, "
+                             f"a restart after {w.failures} failures in a row",
+                          undo=f"Disarm the watchdog of {spec.name} on {head.name}", priority="normal"),
+            create=render("scripts/install-watchdog.sh.j2", script_text=script, units=units, **paths, **names),
+            delete=render("scripts/remove-watchdog.sh.j2", **paths, **names),
+            expect=UnitRunning(head.name, timer, timer_text))
+        self.register_outputs({"timer": timer, "node": head.name})
