@@ -7,9 +7,9 @@ hooks (they run in this program while the engine executes the steps):
   to undo it: a step being created is undone by its own delete script (the unit removed, the
   retired service started again), an update of one of our units by its previous create script
   (the previous unit text, image and secret, restarted: the deployment that served before);
-- the first step that fails, anywhere, runs those undos in the reverse order of their start,
-  after reading the last lines of our units' journals, and logs what failed, those lines and
-  what was restored. Steps not yet started then fail at once ("rollback under way").
+- the first step that fails, anywhere, runs those undos (removals newest first, then previous
+  versions oldest first: undo_order), after reading the last lines of our units' journals, and
+  logs what failed, those lines and what was put back; each undo is a live todo item. Steps not yet started then fail at once ("rollback under way").
 
 Images, model caches and checks are never undone: the next try starts from them. The state keeps
 what the engine recorded, so the next preview shows each undone step as pending again (drift),
@@ -19,6 +19,7 @@ which is the todo list of the failed swap. An undo waits for a still-running ste
 from __future__ import annotations
 
 import asyncio
+import re
 import shlex
 import threading
 from dataclasses import dataclass, field
@@ -34,6 +35,19 @@ from .ssh import Connection, RemoteError, run_line
 Undo = Literal["remove", "previous"]
 UNDO_TIMEOUT_S = 900
 JOURNAL_LINES = 20
+# Each undo is logged as it starts and ends, "rollback <state>: <node>: <sentence>", which the
+# live todo list (components/todo/live.py) shows as items of their own.
+_PROGRESS = re.compile(r"^rollback (started|done|failed): ([^:]+): (.+)$")
+
+
+def progress_line(state: str, node: str, sentence: str) -> str:
+    return f"rollback {state}: {node}: {sentence}"
+
+
+def parse_progress(message: str) -> tuple[str, str, str] | None:
+    """(state, node, sentence) of a progress line; None for any other message."""
+    m = _PROGRESS.match(message.strip())
+    return (m.group(1), m.group(2), m.group(3)) if m else None
 
 
 @dataclass
@@ -118,13 +132,15 @@ class Rollback:
         journals = self._journals(actions)
         done, failed = [], []
         for a in actions:  # already in undo_order
-            pulumi.log.info(f"rollback: {a.sentence} …")
+            pulumi.log.info(progress_line("started", a.node, a.sentence))
             try:
                 self.run_line(self._connection(a.node), a.line, stdin=a.stdin, timeout_s=UNDO_TIMEOUT_S,
                               what=f"rollback: {a.sentence}")
                 done.append(a.sentence)
+                pulumi.log.info(progress_line("done", a.node, a.sentence))
             except (RemoteError, OSError) as err:
                 failed.append(f"{a.sentence}: {err}")
+                pulumi.log.info(progress_line("failed", a.node, a.sentence))
         lines = [f"`up` failed at step {step}: {_first_lines(error, 12)}",
                  "The run was rolled back (rollback: auto): every service it stopped runs again, every unit it "
                  "started or changed is removed or back to its previous version; images and model caches are kept, "

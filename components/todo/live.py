@@ -15,6 +15,7 @@ import time
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
+from ..rollback import parse_progress
 from ..steps import StepInfo
 from .plan import Item, item_for, merge_steps, is_work, urn_name
 from .views import MARK
@@ -99,6 +100,9 @@ class LiveTodo:
 
     def _diagnostic(self, diag: Mapping) -> list[str]:
         severity = str(diag.get("severity", "info"))
+        undo = parse_progress(str(diag.get("message", ""))) if severity == "info" else None
+        if undo is not None:
+            return self._rollback(*undo)
         item = self.by_urn.get(diag.get("urn") or "")
         prefix = f"{self.stamp()}      {self.number[item.id]:>2}. " if item else f"{self.stamp()}      "
         out: list[str] = []
@@ -108,6 +112,20 @@ class LiveTodo:
             elif item is not None or (self.verbose and severity != "debug"):
                 out.append(prefix + line)
         return out
+
+    def _rollback(self, state: str, node: str, sentence: str) -> list[str]:
+        """An undo of a failed run's rollback (components/rollback.py): an item of its own."""
+        key = f"rollback:{node}:{sentence}"
+        lines: list[str] = []
+        if key not in self.by_urn:
+            item = Item(id=self._free_id("rollback"), content=f"Rollback: {sentence}", priority="high",
+                        status="pending", node=node, phase="retire", reason="rollback after a failure", urn=key)
+            self.items.append(item)
+            self.by_urn[key] = item
+            self.number[item.id] = len(self.items)
+            lines.append(f"{self.stamp()}  + new item {self.number[item.id]}: {item.content} ({item.reason})")
+        status = {"started": "in_progress", "done": "completed", "failed": "failed"}[state]
+        return lines + self._move(key, status)
 
     # -- the end -----------------------------------------------------------------------------
 

@@ -160,3 +160,18 @@ def test_a_clean_run_ends_finished(lab_items):
         feed(live, [pre(item.id), done(item.id)])
     assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 16, "failed": 0}
     assert live.summary().split("  ", 1)[1].startswith("up finished: 16 items, 16 completed, 0 failed in ")
+
+
+def test_a_rollback_shows_each_undo_as_an_item_of_its_own(lab_items):
+    """components/rollback.py logs each undo on the stack as it starts and ends."""
+    from components.rollback import progress_line
+
+    live = live_for(lab_items)
+    feed(live, [pre("lab-1-glm-retire"), done("lab-1-glm-retire"), pre("tiny-health"), failed("tiny-health")])
+    sentence = "Start glm.service again on lab-1 (restore)"
+    lines = feed(live, [diag(None, progress_line("started", "lab-1", sentence)),
+                        diag(None, progress_line("done", "lab-1", sentence))])
+    assert lines == [f"12:00:00  + new item 17: Rollback: {sentence} (rollback after a failure)",
+                     f"12:00:00  [~] 17. Rollback: {sentence} [lab-1]  pending -> in_progress",
+                     f"12:00:00  [x] 17. Rollback: {sentence} [lab-1]  in_progress -> completed"]
+    assert live.items[-1].status == "completed" and live.items[-1].node == "lab-1"
