@@ -98,7 +98,9 @@ class Deployment(pulumi.ComponentResource):
             create=render("scripts/health-gate.sh.j2", deployment=spec.name, served_name=spec.served_name,
                           unit=unit_name, timeout_s=spec.health.timeout_s,
                           engine_digest=digest(*(u.unit_text for u in self.units)), **completion),
-            expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"))
+            expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"),
+            # A failed swap's rollback asks the previous deployment again (components/rollback.py).
+            undo="check")
         if spec.watchdog.enabled:
             # The Ray head first (the engine is bound to it and stops with it), then the engine.
             order = [*([cluster.head_unit_name] if cluster is not None else []), unit_name]

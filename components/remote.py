@@ -177,9 +177,10 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
 def _rollback_hooks(node: Node, label: str, step: StepInfo, undo: Undo | None, unit: str | None):
     if node.rollback is None:
         return None
+    restore = (f"Again, for the previous deployment: {step.do}" if undo == "check"
+               else f"Put the previous {unit} back on {node.name} and restart it")
     return node.rollback.binding(label, node.name, undo=undo, undo_sentence=step.sentence("delete"),
-                                 restore_sentence=f"Put the previous {unit} back on {node.name} and restart it",
-                                 unit=unit)
+                                 restore_sentence=restore, unit=unit)
 
 
 def step_options(node: Node, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource],

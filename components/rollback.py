@@ -31,8 +31,9 @@ from pulumi.resource_hooks import ErrorHook, ErrorHookArgs, ResourceHook, Resour
 from .ssh import Connection, RemoteError, run_line
 
 # How a step is put back: "remove" runs its delete script (steps being created); "previous"
-# also runs its previous create script when it is updated (our units).
-Undo = Literal["remove", "previous"]
+# also runs its previous create script when it is updated (our units); "check" runs only that,
+# last (a health gate: the previous deployment answers again).
+Undo = Literal["remove", "previous", "check"]
 UNDO_TIMEOUT_S = 900
 JOURNAL_LINES = 20
 # Each undo is logged as it starts and ends, "rollback <state>: <node>: <sentence>", which the
@@ -54,7 +55,7 @@ def parse_progress(message: str) -> tuple[str, str, str] | None:
 class Action:
     node: str
     sentence: str
-    kind: Undo          # "remove": the step's delete script; "previous": its previous create script
+    kind: Undo          # "remove": the step's delete script; "previous"/"check": its previous create script
     line: Any           # the command line (may arrive as a secret Output)
     stdin: Any
     unit: str | None
@@ -94,14 +95,14 @@ class Rollback:
         """(before_create, before_update) of a step that changes what serves."""
         def before_create(args: ResourceHookArgs) -> None:
             self._refuse_during_rollback(label)
-            if args.new_inputs and args.new_inputs.get("delete"):
+            if undo != "check" and args.new_inputs and args.new_inputs.get("delete"):
                 self._record(Action(node, undo_sentence, "remove", args.new_inputs["delete"],
                                     args.new_inputs.get("stdin", ""), unit))
 
         def before_update(args: ResourceHookArgs) -> None:
             self._refuse_during_rollback(label)
-            if undo == "previous" and args.old_inputs and args.old_inputs.get("create"):
-                self._record(Action(node, restore_sentence or undo_sentence, "previous", args.old_inputs["create"],
+            if undo != "remove" and args.old_inputs and args.old_inputs.get("create"):
+                self._record(Action(node, restore_sentence or undo_sentence, undo, args.old_inputs["create"],
                                     args.old_inputs.get("stdin", ""), unit))
         return before_create, before_update
 
@@ -178,9 +179,11 @@ class Rollback:
 def undo_order(actions: list[Action]) -> list[Action]:
     """Removals in the reverse order of their start (the engine before the Ray cluster it runs
     on, our units before the services they replaced come back), then the previous versions of
-    our units in the order they started (the Ray head before its workers, then the engine)."""
+    our units in the order they started (the Ray head before its workers, then the engine), then
+    the previous health gates (the restored deployment answers a real completion again)."""
     return ([a for a in reversed(actions) if a.kind == "remove"]
-            + [a for a in actions if a.kind == "previous"])
+            + [a for a in actions if a.kind == "previous"]
+            + [a for a in actions if a.kind == "check"])
 
 
 async def _plain(value: Any) -> Any:

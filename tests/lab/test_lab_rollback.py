@@ -112,6 +112,8 @@ def test_a_failed_swap_brings_the_previous_model_back_and_a_good_one_replaces_it
         out = up.stdout + up.stderr
         assert up.returncode != 0, out[-4000:]
         assert "The run was rolled back" in out and "Put the previous bws-tiny.service back on lab-1" in out, out[-6000:]
+        assert "Again, for the previous deployment: Health gate: a real chat completion from tiny" in out
+        assert "NOT put back" not in out, out[-6000:]
         # The previous deployment serves again (a new process of the previous unit), its cache intact.
         assert served_path().endswith("lab-v1"), served_path()
         assert completion()["choices"]

@@ -51,8 +51,9 @@ def hooks(rb: Rollback, label: str, node: str, undo: str, unit=None):
 
 def test_undo_order_removes_backwards_then_restores_previous_versions_forwards():
     acts = [Action("n", s, kind, "", "", None) for s, kind in
-            [("retire glm", "remove"), ("ray head", "previous"), ("worker", "previous"), ("engine", "remove")]]
-    assert [a.sentence for a in undo_order(acts)] == ["engine", "retire glm", "ray head", "worker"]
+            [("retire glm", "remove"), ("ray head", "previous"), ("worker", "previous"), ("gate", "check"),
+             ("engine", "remove")]]
+    assert [a.sentence for a in undo_order(acts)] == ["engine", "retire glm", "ray head", "worker", "gate"]
 
 
 def test_a_failure_undoes_what_started_with_its_own_scripts_and_says_so():
@@ -103,6 +104,20 @@ def test_nothing_started_means_nothing_to_undo_and_updates_of_retirements_are_le
     retire_update(hook_args(new=step_inputs("R", "S", "l"), old=step_inputs("R0", "S", "l")))
     assert asyncio.run(err_hook(ErrorHookArgs(urn="u", id="", name="x", type="t", failed_operation="create"))) is False
     assert t.calls == [] and rb.report is None
+
+
+def test_a_health_gate_is_asked_again_for_the_previous_deployment_and_never_removed():
+    t = Transport()
+    rb = rollback(t)
+    unit_create, unit_update, err_hook = hooks(rb, "tiny-lab-1-install on lab-1", "lab-1", "previous",
+                                               unit="bws-tiny.service")
+    gate_create, gate_update, _ = hooks(rb, "tiny-health on lab-1", "lab-1", "check")
+    gate_create(hook_args(new=step_inputs("GATE", "NOOP", "tiny-health on lab-1")))  # a first gate: nothing to ask
+    unit_update(hook_args(new=step_inputs("NEW", "RM", "u"), old=step_inputs("OLD-UNIT", "RM", "u")))
+    gate_update(hook_args(new=step_inputs("NEW-GATE", "NOOP", "g"), old=step_inputs("OLD-GATE", "NOOP", "g")))
+    asyncio.run(err_hook(ErrorHookArgs(urn="u", id="", name="tiny-health", type="t", failed_operation="update")))
+    undos = [read_script(line, stdin) for _, line, stdin in t.calls if not line.startswith("journalctl")]
+    assert undos == ["OLD-UNIT", "OLD-GATE"]
 
 
 def test_off_binds_no_hooks():
