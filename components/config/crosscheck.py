@@ -167,3 +167,23 @@ def service_list_problems(spec: "StackSpec") -> list[str]:
             else:
                 seen[resource] = i
     return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-node fabric overrides
+
+def node_fabric_problems(spec: "StackSpec") -> list[str]:
+    """A node's fabric: overrides the stack's fabric, so there must be one; and HCAs mean nothing
+    to NCCL when the stack's fabric turns RDMA off."""
+    problems: list[str] = []
+    for i, n in enumerate(spec.nodes):
+        if n.fabric is None:
+            continue
+        if spec.fabric is None:
+            problems.append(f"nodes[{i}].fabric: overrides the stack's fabric, which is absent; fix: add a "
+                            f"fabric: section (what every node uses unless it says otherwise) or remove "
+                            f"nodes[{i}].fabric")
+        elif n.fabric.hcas is not None and spec.fabric.disable_ib:
+            problems.append(f"nodes[{i}].fabric.hcas: fabric.disable_ib is true, so NCCL uses no RDMA device on "
+                            f"'{n.name}'; fix: remove nodes[{i}].fabric.hcas, or set fabric.disable_ib: false")
+    return problems

@@ -128,6 +128,33 @@ class GpuSpec(Strict):
                              gt=0, le=4096)
 
 
+# An RDMA device for NCCL_IB_HCA, with an optional port: mlx5_0, rocep1s0f1, mlx5_0:1.
+Hca = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]
+
+
+class NodeFabric(Strict):
+    """This node's own names for the fabric, where they differ from the stack's fabric (a Spark
+    re-cabled to the other port, a NIC enumerated under another name). Keys left out are the
+    stack's; the rest of the fabric (MTU, prefix, peer key, disable_ib) is the stack's."""
+
+    netdev: NetDev | None = Field(None, description="this node's fabric netdev (NCCL/GLOO/TP_SOCKET_IFNAME, "
+                                                    "UCX_NET_DEVICES); absent: fabric.netdev")
+    hcas: list[Hca] | None = Field(None, min_length=1,
+                                   description="this node's RDMA HCAs (NCCL_IB_HCA): both PCIe twins of its "
+                                               "port; absent: fabric.hcas")
+    gid_index: int | None = Field(None, ge=0, le=255,
+                                  description="this node's NCCL_IB_GID_INDEX (its RoCEv2 GID, `show_gids`); "
+                                              "absent: fabric.gid_index")
+
+    @model_validator(mode="after")
+    def _something(self):
+        if self.netdev is None and self.hcas is None and self.gid_index is None:
+            raise ValueError("overrides nothing; fix: give netdev, hcas or gid_index, or remove it")
+        if self.hcas is not None and len(set(self.hcas)) != len(self.hcas):
+            raise ValueError("hcas: an HCA is listed twice; fix: list each HCA once")
+        return self
+
+
 class NodeSpec(Strict):
     name: Name = Field(description="the node's name in this stack (used in resource names)")
     host: HostName = Field(description="management host name or address the operator's machine reaches by SSH")
@@ -136,6 +163,9 @@ class NodeSpec(Strict):
     gpu: GpuSpec = Field(description="the node's accelerators")
     fabric_address: ipaddress.IPv4Address | None = Field(
         None, description="this node's address on the fabric (RoCE) network; required for multi-node")
+    fabric: NodeFabric | None = Field(
+        None, description="this node's own fabric names (netdev, hcas, gid_index) where they differ from the "
+                          "stack's fabric; absent: the stack's")
 
 
 class BandwidthCheck(Strict):
@@ -163,7 +193,7 @@ DEFAULT_PEER_KEY = "/root/.ssh/id_ed25519"
 
 class FabricSpec(Strict):
     netdev: NetDev = Field(description="the fabric network interface (ConnectX-7 netdev that is up)")
-    hcas: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]] = Field(
+    hcas: list[Hca] = Field(
         default_factory=list, description="RDMA HCAs for NCCL_IB_HCA; list both PCIe twins of a port for full bandwidth")
     gid_index: int = Field(3, ge=0, le=255, description="NCCL_IB_GID_INDEX; 3 selects RoCEv2 on ConnectX")
     mtu: int = Field(9000, ge=1280, le=9216, description="the fabric netdev's MTU (jumbo frames: 9000)")
@@ -402,11 +432,11 @@ class StackSpec(Strict):
 
     @model_validator(mode="after")
     def _references(self):
-        from .crosscheck import cross_problems
+        from .crosscheck import cross_problems, node_fabric_problems
         from .plaintext import plaintext_problems
         from .references import reference_problems
 
-        problems = reference_problems(self)
+        problems = reference_problems(self) + node_fabric_problems(self)
         # Cross-resource checks look names up: they run once the references hold.
         problems += (cross_problems(self) if not problems else []) + plaintext_problems(self)
         if problems:
