@@ -21,6 +21,7 @@ from .remote import run
 from .render import digest, render
 from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text, env_file_text
+from .venv import VenvEngine, venv_unit_text
 
 DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
 SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
@@ -36,7 +37,7 @@ class Deployment(pulumi.ComponentResource):
                  model_path: str,
                  model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
                  api_key: pulumi.Output[str] | None, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
+                 venv: "VenvEngine | None" = None, opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.DEPLOYMENT, spec.name, None, opts)
         self.spec = spec
         head = nodes[0]
@@ -55,13 +56,19 @@ class Deployment(pulumi.ComponentResource):
                 mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
                 after = binds = [cluster.head_unit_name]
             command = engine_argv(spec, model_path, rank, head_fabric)
-            if env_file:
+            if venv is not None:  # runtime venv: no container; the key through EnvironmentFile= (components/venv.py)
+                text = venv_unit_text(component=f"Deployment {spec.name}", description=f"blackwell-serving "
+                                      f"{spec.engine} {spec.name}" + (f" (rank {rank})" if spec.topology == "native"
+                                                                     else ""), img=venv.spec, command=command,
+                                      environment=env, env_file=env_file, after=after, binds_to=binds,
+                                      pre_start=[DROP_PAGE_CACHE] if spec.drop_page_cache else [])
+            elif env_file:
                 # The key reaches the engine through a mounted root-only file, read into its
                 # environment at start: with `-e NAME` Docker would copy the value into the
                 # container's config, where `docker inspect` shows it.
                 mounts.append(f"{env_file}:{SECRETS_IN_CONTAINER}:ro")
                 command = [*SOURCE_SECRETS, *command]
-            text = container_unit_text(
+            text = text if venv is not None else container_unit_text(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
                 container=f"bws-{spec.name}", image=image, command=command,

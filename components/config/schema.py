@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .venv import VenvSpec, image_problems
+
 # A name that becomes part of a unit, container, image or path name.
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}$")]
 # A systemd unit that is not ours: plain unit names, templated instances allowed.
@@ -209,15 +211,27 @@ class FabricSpec(Strict):
 
 class ImageSpec(Strict):
     name: Name = Field(description="the image's name in this stack (deployments refer to it)")
-    base: ImageRef = Field(description="the engine image to start from, as a registry pull reference")
+    runtime: Literal["docker", "venv"] = Field(
+        "docker", description="docker: a container image (base + layer); venv: the engine installed into a Python venv "
+                              "on each of nodes from a pinned source (venv:), run by its unit without Docker")
+    venv: VenvSpec | None = Field(None, description="runtime venv: the recipe (components/config/venv.py)")
+    base: ImageRef | None = Field(None, description="docker: the engine image to start from, as a registry pull reference")
     transformers: Annotated[str, Field(pattern=r"^(==|>=|<=|~=|>|<)?[0-9][0-9a-z.,<>=!*]*$")] | None = Field(
         None, description="pip version spec of the transformers upgrade layer, e.g. '>=5.2'")
     pip: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\[\],-]*(==|>=|<=|~=|>|<|!=)?[A-Za-z0-9.*,<>=!+-]*$")]] = Field(
         default_factory=list, description="other pip requirements of the layer, pinned")
     pip_ca_bundle: NodePath | None = Field(
         None, description="CA bundle on the build node for pip inside the build (TLS-inspecting proxies)")
-    build_node: Name = Field(description="the node that builds the image (its arch must match the base image)")
-    nodes: list[Name] = Field(description="every node that needs the image; it is copied there over the fabric")
+    build_node: Name | None = Field(None, description="docker: the node that builds the image (its arch must match "
+                                                       "the base image)")
+    nodes: list[Name] = Field(description="every node that needs the image; docker: copied there over the fabric; "
+                                          "venv: built on each")
+
+    @model_validator(mode="after")
+    def _runtime(self):
+        if problems := image_problems(self):
+            raise ValueError("\n".join(problems))
+        return self
 
 
 class ModelSource(Strict):

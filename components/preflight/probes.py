@@ -36,7 +36,8 @@ class EngineProbe(pulumi.ComponentResource):
         super().__init__(types.ENGINE_PROBE, f"{deployment}-preflight", None, opts)
         self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
                            step=StepInfo(head.name, "preflight",
-                                         do=f"Preflight: the engine image of {deployment} knows its model "
+                                         do=f"Preflight: the engine {'venv' if venv_python else 'image'} of "
+                                            f"{deployment} knows its model "
                                             f"(probe on {head.name})",
                                          undo=f"Drop the engine probe of {deployment}"),
                            triggers=[image_id],
