@@ -15,6 +15,7 @@ from .model import ModelCache
 from .node import Node, read_private_key
 from .preflight.bandwidth import FabricBandwidth
 from .preflight.probes import EngineProbe, FabricCheck
+from .preflight.resources import resource_checks
 from .rollback import Rollback
 from .config import ConfigError
 from .observe import Observer
@@ -126,6 +127,8 @@ class ServingStack(pulumi.ComponentResource):
         links = {n: FabricCheck(self.nodes[n], spec.fabric, [self.nodes[p] for p in peers], child)
                  for n, peers in fabric_nodes.items()}
         checks += links.values()
+        # Each node's GPUs and free memory against what its deployments claim (read-only, at once).
+        checks += resource_checks(spec, self.nodes, child)
         if spec.fabric is not None and spec.fabric.bandwidth_check is not None:
             previous: list = []
             for d in (d for d in spec.deployments if d.topology != "single"):

@@ -344,6 +344,8 @@ def test_duo_commands_target_the_right_node():
         "qwen35-preflight-engine": HEAD,            # inside the image, where the model is cached
         f"{HEAD}-fabric-check": HEAD,
         f"{SECOND}-fabric-check": SECOND,
+        f"{HEAD}-resources-check": HEAD,
+        f"{SECOND}-resources-check": SECOND,
         "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
     }
     assert {r.name: host_of(r) for r in s.commands()} == expected
