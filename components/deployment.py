@@ -10,6 +10,7 @@ from typing import Sequence
 import pulumi
 
 from . import types
+from .benchmark import benchmark_step, figures as benchmark_figures
 from .cluster import RayCluster
 from .config.schema import DeploymentSpec, DockerRun, FabricSpec
 from .containers import docker_args
@@ -99,6 +100,12 @@ class Deployment(pulumi.ComponentResource):
                           timeout_s=spec.health.timeout_s, request_json=json.dumps(request),
                           engine_digest=digest(*(u.unit_text for u in self.units))),
             expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"))
+        # The benchmark after the gate (components/benchmark.py): its figures, the output `benchmark`.
+        self.benchmark = benchmark_step(
+            spec, head, parent=self, address=address, engine_digest=digest(*(u.unit_text for u in self.units)),
+            env_file=env_file, key_var=key_var, image=image, venv_python=venv.python if venv else None,
+            depends_on=[self.health])
+        self.figures = benchmark_figures(self.benchmark.stdout) if self.benchmark else None
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})

@@ -299,6 +299,25 @@ class HealthSpec(Strict):
     max_tokens: int = Field(8, ge=1, le=256, description="tokens the gate's completion may generate")
 
 
+class BenchmarkSpec(Strict):
+    """A throughput measurement on the head after the health gate (components/benchmark.py): the
+    real endpoint on loopback, a fixed prompt set, streamed; run again when the engine changes."""
+
+    enabled: bool = Field(True, description="measure after the health gate (false: no benchmark step)")
+    prompts: int = Field(4, ge=1, le=64, description="requests sent one at a time for the single-stream figures, "
+                                                     "taken in turn from the prompt set")
+    prompt_set: list[Annotated[OneLine, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=64,
+        description="the fixed prompts (empty: the benchmark's own eight, templates/scripts/benchmark_engine.py)")
+    max_tokens: int = Field(128, ge=2, le=8192,
+                            description="tokens generated per request (the end of text ignored, so every request "
+                                        "decodes this many)")
+    concurrency: int = Field(4, ge=1, le=256, description="requests in flight for the aggregate tok/s")
+    min_decode_tok_s: float | None = Field(
+        None, gt=0, le=100000, description="a floor on single-stream decode tok/s: below it `up` fails with the figures")
+    timeout_s: int = Field(900, ge=30, le=14400, description="how long the whole measurement may take")
+
+
 Engine = Literal["vllm", "sglang"]
 
 
@@ -355,6 +374,8 @@ class DeploymentSpec(Strict):
                                           "the unit in plain text)")
     docker: DockerRun = Field(DockerRun(), description="options of the engine's and Ray's `docker run`")
     health: HealthSpec = Field(HealthSpec(), description="the health gate: a real chat completion after start")
+    benchmark: BenchmarkSpec = Field(BenchmarkSpec(), description="the benchmark after the health gate: decode "
+                                     "tok/s, time to first token and aggregate tok/s, as stack outputs")
     drop_page_cache: bool = Field(False, description="drop the page cache before loading (unified memory)")
 
     @model_validator(mode="after")
@@ -373,6 +394,9 @@ class DeploymentSpec(Strict):
                              "multi-node launch); fix: use topology 'ray'")
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
+        if self.benchmark.enabled and self.benchmark.max_tokens >= self.max_model_len:
+            raise ValueError(f"benchmark.max_tokens: {self.benchmark.max_tokens} does not fit in max_model_len "
+                             f"{self.max_model_len} with a prompt; fix: lower benchmark.max_tokens")
         # Options of one engine would be dropped silently by the other's command line.
         only = {"speculative": "vllm", "moe_runner_backend": "sglang", "fp4_gemm_backend": "sglang",
                 "hierarchical_cache_ratio": "sglang"}
