@@ -91,6 +91,7 @@ class ServingStack(pulumi.ComponentResource):
                 cluster = RayCluster(f"{d.name}-ray", nodes[0], nodes[1:], image=image.tag,
                                      image_id=image.image_id, fabric=spec.fabric,
                                      ray=spec.ray, docker=d.docker, state_dir=spec.state_dir,
+                                     env=d.env, drop_page_cache=d.drop_page_cache,
                                      mounts=[f"{model.spec.cache_dir}:{model.spec.cache_dir}:ro"],
                                      depends_on=[*images_there, *gates], opts=child)
             api_key = resolve(d.api_key, f"deployments[{i}].api_key") if d.api_key else None

@@ -341,7 +341,6 @@ def test_duo_commands_target_the_right_node():
         "qwen35-ray-ready": HEAD,
         f"qwen35-{HEAD}-install": HEAD,
         "qwen35-health": HEAD,
-        "qwen35-benchmark": HEAD,                   # after the health gate, on the head's loopback
         "qwen35-preflight-engine": HEAD,            # inside the image, where the model is cached
         f"{HEAD}-fabric-check": HEAD,
         f"{SECOND}-fabric-check": SECOND,
@@ -441,3 +440,15 @@ def test_quad_order_and_nodes():
         deps = dep_names(s.by_name("qwen35-397b-llm-server-install"))
         assert {"llm-server-sglang-kimi-retire", engine, "qwen35-397b-fetch"} <= deps
         assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install"}
+
+
+def test_ray_nodes_get_the_deployments_env_and_page_cache_drop():
+    """Every Ray node runs engine ranks: it gets the deployment's env and, on unified memory,
+    its page-cache drop before loading, as the engine's own unit does."""
+    s = snap(DUO)
+    [d] = s.spec.deployments
+    for u in s.units:
+        if "-ray-" in u._name:
+            for k, v in d.env.items():
+                assert f"{k}={v}" in u.unit_text, u.unit_text
+            assert ("drop_caches" in u.unit_text) == d.drop_page_cache
