@@ -18,6 +18,9 @@ from .render import render
 from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text
 
+# Unified memory: the page cache of the weights competes with the ranks' memory (deployment.py).
+DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
+
 
 # bash: until HOST:PORT accepts a TCP connection, for at most SECONDS.
 WAIT_FOR_PORT = ('end=$((SECONDS + $3)); until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do '
@@ -34,6 +37,7 @@ class RayCluster(pulumi.ComponentResource):
     def __init__(self, name: str, head: Node, workers: Sequence[Node], *, image: str,
                  image_id: pulumi.Input[str], fabric: FabricSpec,
                  ray: RaySpec, docker: DockerRun, state_dir: str, mounts: Sequence[str] = (),
+                 env: dict[str, str] | None = None, drop_page_cache: bool = False,
                  depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.RAY_CLUSTER, name, None, opts)
         self.head = head
@@ -48,16 +52,19 @@ class RayCluster(pulumi.ComponentResource):
         # start together; each waits (bounded) until the head's GCS port answers.
         self.wait_for_head = ["/bin/bash", "-c", WAIT_FOR_PORT, "wait-for-ray-head", self.head_address,
                               str(ray.port), str(ray.join_timeout_s)]
+        deployment_env = env
 
         def node_unit(node: Node, role: str, command: list[str], unit_name: str, container: str,
                       deps: Sequence[pulumi.Resource], waits: bool = False) -> SystemdUnit:
-            env = fabric_environment(fabric, node.spec)
+            # The deployment's env reaches every Ray node (its workers run the engine's ranks).
+            env = {**fabric_environment(fabric, node.spec), **(deployment_env or {})}
             text = container_unit_text(
                 component=f"RayCluster {name}", description=f"blackwell-serving Ray {role} ({name})",
                 container=container, image=image, command=command,
                 docker_args=docker_args(docker, fabric, list(env), [*mounts, f"{tmp}:/tmp/ray"]),
                 environment=env, restart="always",
-                pre_start=[["/usr/bin/mkdir", "-p", tmp], *([self.wait_for_head] if waits else [])])
+                pre_start=[["/usr/bin/mkdir", "-p", tmp], *([self.wait_for_head] if waits else []),
+                           *([DROP_PAGE_CACHE] if drop_page_cache else [])])
             # A new image under the same tag restarts the container too.
             step = StepInfo(node.name, "cluster", do=f"Start Ray {role} on {node.name}",
                             redo=f"Restart Ray {role} on {node.name} with its new unit",

@@ -10,6 +10,7 @@ from typing import Sequence
 import pulumi
 
 from . import types
+from .benchmark import benchmark_step, figures as benchmark_figures
 from .cluster import RayCluster
 from .config.schema import DeploymentSpec, DockerRun, FabricSpec
 from .containers import docker_args
@@ -21,6 +22,7 @@ from .remote import run
 from .render import digest, render
 from .steps import StepInfo
 from .unit import SystemdUnit, container_unit_text, env_file_text
+from .venv import VenvEngine, venv_unit_text
 from .watchdog import Watchdog
 
 DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
@@ -37,7 +39,7 @@ class Deployment(pulumi.ComponentResource):
                  model_path: str,
                  model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
                  api_key: pulumi.Output[str] | None, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
+                 venv: "VenvEngine | None" = None, opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.DEPLOYMENT, spec.name, None, opts)
         self.spec = spec
         head = nodes[0]
@@ -60,13 +62,19 @@ class Deployment(pulumi.ComponentResource):
             if cluster is not None:
                 # After a reboot the units start together: the engine waits for its Ray head.
                 pre_start.append(cluster.wait_for_head)
-            if env_file:
+            if venv is not None:  # runtime venv: no container; the key through EnvironmentFile= (components/venv.py)
+                text = venv_unit_text(component=f"Deployment {spec.name}", description=f"blackwell-serving "
+                                      f"{spec.engine} {spec.name}" + (f" (rank {rank})" if spec.topology == "native"
+                                                                     else ""), img=venv.spec, command=command,
+                                      environment=env, env_file=env_file, after=after, binds_to=binds,
+                                      pre_start=pre_start)
+            elif env_file:
                 # The key reaches the engine through a mounted root-only file, read into its
                 # environment at start: with `-e NAME` Docker would copy the value into the
                 # container's config, where `docker inspect` shows it.
                 mounts.append(f"{env_file}:{SECRETS_IN_CONTAINER}:ro")
                 command = [*SOURCE_SECRETS, *command]
-            text = container_unit_text(
+            text = text if venv is not None else container_unit_text(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
                 container=f"bws-{spec.name}", image=image, command=command,
@@ -101,11 +109,19 @@ class Deployment(pulumi.ComponentResource):
             expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"),
             # A failed swap's rollback asks the previous deployment again (components/rollback.py).
             undo="check")
+        # The benchmark after the gate (components/benchmark.py): its figures, the output `benchmark`.
+        self.benchmark = benchmark_step(
+            spec, head, parent=self, address=address, engine_digest=digest(*(u.unit_text for u in self.units)),
+            env_file=env_file, key_var=key_var, image=image, venv_python=venv.python if venv else None,
+            depends_on=[self.health])
+        self.figures = benchmark_figures(self.benchmark.stdout) if self.benchmark else None
         if spec.watchdog.enabled:
             # The Ray head first (the engine is bound to it and stops with it), then the engine.
+            # Armed after the benchmark, whose load would otherwise slow its checks.
             order = [*([cluster.head_unit_name] if cluster is not None else []), unit_name]
             self.watchdog = Watchdog(spec, head, engine_unit=unit_name, restart_units=order, completion=completion,
-                                     state_dir=state_dir, depends_on=[self.health],
+                                     state_dir=state_dir,
+                                     depends_on=[self.health, *([self.benchmark] if self.benchmark else [])],
                                      opts=pulumi.ResourceOptions(parent=self))
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)

@@ -63,6 +63,9 @@ def sglang_argv(d: DeploymentSpec, model_path: str, rank: int = 0, head_address:
         argv += ["--reasoning-parser", d.reasoning_parser]
     if d.hierarchical_cache_ratio:
         argv += ["--enable-hierarchical-cache", "--hicache-ratio", str(d.hierarchical_cache_ratio)]
+    if "--enable-metrics" not in d.extra_args:
+        # Prometheus /metrics on the API port, as vLLM serves it unasked (the stack's scrape config).
+        argv += ["--enable-metrics"]
     return argv + list(d.extra_args)
 
 

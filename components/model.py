@@ -28,7 +28,7 @@ def cache_paths(spec: ModelSpec) -> tuple[str, str]:
 
 class ModelCache(pulumi.ComponentResource):
     def __init__(self, spec: ModelSpec, fetch_node: Node, peers: Sequence[Node], fabric: FabricSpec | None,
-                 *, downloader_image: str, hf_token: pulumi.Output[str] | None = None,
+                 *, downloader_image: str | None, downloader_python: str | None = None, hf_token: pulumi.Output[str] | None = None,
                  depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.MODEL_CACHE, spec.name, None, opts)
         self.spec = spec
@@ -53,7 +53,8 @@ class ModelCache(pulumi.ComponentResource):
             f"{spec.name}-fetch", fetch_node, parent=self, depends_on=fetch_after, triggers=triggers,
             step=StepInfo(node, "model", do=_fetch_sentence(spec, node), undo=f"Remove model {spec.name} from {node}"),
             create=render("scripts/fetch-model.sh.j2", kind=spec.source.kind, repo=spec.repo,
-                          revision=spec.revision, image=downloader_image, with_token=with_token,
+                          revision=spec.revision, image=downloader_image, python=downloader_python,
+                          with_token=with_token,
                           source_path=spec.source.path or "", **common),
             delete=render("scripts/remove-model.sh.j2", **common),
             stdin=hf_token.apply(lambda t: f"{t}\n") if with_token else None,

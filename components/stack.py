@@ -15,12 +15,14 @@ from .model import ModelCache
 from .node import Node, read_private_key
 from .preflight.bandwidth import FabricBandwidth
 from .preflight.probes import EngineProbe, FabricCheck
+from .preflight.resources import resource_checks
 from .rollback import Rollback
 from .config import ConfigError
 from .observe import Observer
 from .observe.observer import Prober
 from .secrets import plain_value, resolve
 from .services import KeptService, RetiredService
+from .venv import VenvEngine, downloader
 
 
 class ServingStack(pulumi.ComponentResource):
@@ -45,6 +47,12 @@ class ServingStack(pulumi.ComponentResource):
         # Images and models have no dependency on each other: the engine plans them in parallel.
         self.images, image_ready = {}, {}
         for img in spec.images:
+            if img.runtime == "venv":  # the engine in a venv, built on each of its nodes (components/venv.py)
+                built = VenvEngine(img, [self.nodes[n] for n in img.nodes],
+                                   [d for d in spec.deployments if d.image == img.name],
+                                   key_path=f"images[{spec.images.index(img)}]", opts=child)
+                self.images[img.name], image_ready[img.name] = built, dict(built.ready)
+                continue
             built = ContainerImage(img, self.nodes[img.build_node], opts=child)
             peers = [self.nodes[n] for n in img.nodes if n != img.build_node]
             sync = ImageSync(built, peers, spec.fabric, child) if peers else None
@@ -56,7 +64,7 @@ class ServingStack(pulumi.ComponentResource):
             token = resolve(m.hf_token, f"models[{i}].hf_token") if m.hf_token else None
             self.models[m.name] = ModelCache(
                 m, self.nodes[m.fetch_node], [self.nodes[n] for n in m.nodes if n != m.fetch_node], spec.fabric,
-                downloader_image=self._downloader_image(spec, m.name), hf_token=token, opts=child)
+                **downloader(spec, m.name), hf_token=token, opts=child)
 
         # Deployment → its measured fabric bus bandwidth (Gbit/s), when fabric.bandwidth_check is set.
         self.bus_gbps: dict[str, pulumi.Output[str]] = {}
@@ -83,6 +91,7 @@ class ServingStack(pulumi.ComponentResource):
                 cluster = RayCluster(f"{d.name}-ray", nodes[0], nodes[1:], image=image.tag,
                                      image_id=image.image_id, fabric=spec.fabric,
                                      ray=spec.ray, docker=d.docker, state_dir=spec.state_dir,
+                                     env=d.env, drop_page_cache=d.drop_page_cache,
                                      mounts=[f"{model.spec.cache_dir}:{model.spec.cache_dir}:ro"],
                                      depends_on=[*images_there, *gates], opts=child)
             api_key = resolve(d.api_key, f"deployments[{i}].api_key") if d.api_key else None
@@ -90,6 +99,7 @@ class ServingStack(pulumi.ComponentResource):
                 d, nodes, image=image.tag, image_id=image.image_id, model_path=model.path,
                 model_cache_dir=model.spec.cache_dir,
                 fabric=spec.fabric, cluster=cluster, api_key=api_key, state_dir=spec.state_dir,
+                venv=image if isinstance(image, VenvEngine) else None,
                 depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
 
         for node in self.nodes.values():
@@ -109,6 +119,7 @@ class ServingStack(pulumi.ComponentResource):
             head, model = d.nodes[0], self.models[d.model]
             checks.append(EngineProbe(d.name, d.engine, self.nodes[head], self.images[d.image].tag, model.path,
                                       image_id=self.images[d.image].image_id,
+                                      venv_python=getattr(self.images[d.image], "python", None),
                                       depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))
             if d.topology != "single":
                 for n in d.nodes:
@@ -117,6 +128,8 @@ class ServingStack(pulumi.ComponentResource):
         links = {n: FabricCheck(self.nodes[n], spec.fabric, [self.nodes[p] for p in peers], child)
                  for n, peers in fabric_nodes.items()}
         checks += links.values()
+        # Each node's GPUs and free memory against what its deployments claim (read-only, at once).
+        checks += resource_checks(spec, self.nodes, child)
         if spec.fabric is not None and spec.fabric.bandwidth_check is not None:
             previous: list = []
             for d in (d for d in spec.deployments if d.topology != "single"):
@@ -145,12 +158,3 @@ class ServingStack(pulumi.ComponentResource):
                 raise
             pulumi.log.warn(f"{err} (preview continues; `up` will stop here)")
             return None
-
-    @staticmethod
-    def _downloader_image(spec: StackSpec, model: str) -> str:
-        """Hub downloads run in the base image of the first deployment that serves the model
-        (engine images carry huggingface_hub), so the node needs nothing installed."""
-        for d in spec.deployments:
-            if d.model == model:
-                return spec.image(d.image).base
-        return spec.images[0].base if spec.images else "python:3.12-slim"

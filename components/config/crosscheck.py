@@ -1,6 +1,11 @@
 """Cross-resource checks of a stack config: what two parts of it would both claim on one node —
 a TCP port, the GPUs, a unit or container name (the generated ones included) — and foreign units
 that must not be listed twice. Each problem is "key.path: what; fix: how", relative to the stack.
+Across deployments, per node: their API ports, SGLang dist-init ports, the ports of Ray clusters
+(one Ray cluster per node: each of its nodes binds the agent's port, and ray.port is kept free on
+all of them), the SSH port and the system ports; and the GPUs their engines take there. The
+memory the deployments sharing a node need together is checked at preview, where the models'
+sizes are known (components/preflight/stack_fit.py).
 
 The names generated here follow the components that create them (read-only mirror):
 components/deployment.py (bws-NAME.service, container bws-NAME), components/cluster.py (the Ray
@@ -20,6 +25,9 @@ FIRST_USER_PORT = 1024
 # What `ray start --head` binds besides its GCS port: the Ray client server, and the dashboard.
 RAY_CLIENT_PORT = 10001
 RAY_DASHBOARD_PORT = 8265
+# What `ray start` binds on every node of a cluster, head and workers: the Ray agent's HTTP port
+# (ray's DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, bound with or without the dashboard).
+RAY_AGENT_PORT = 52365
 
 
 def cross_problems(spec: "StackSpec") -> list[str]:
@@ -41,6 +49,8 @@ def port_problems(spec: "StackSpec") -> list[str]:
     held: dict[str, dict[int, tuple[str, str]]] = {}
     for i, n in enumerate(spec.nodes):
         held.setdefault(n.name, {})[n.ssh.port] = (f"nodes[{i}].ssh.port", f"the SSH port of node '{n.name}'")
+    # (key path, port, node, what it is, what already holds the port, that one's key path)
+    clashes: list[tuple[str, int, str, str, str, str]] = []
 
     def claim(node: str, port: int, path: str, what: str) -> None:
         if port < FIRST_USER_PORT:
@@ -53,13 +63,13 @@ def port_problems(spec: "StackSpec") -> list[str]:
             other_path, other = ports[port]
             if other_path == path and other == what:
                 return  # the same claim reached twice (a shared head)
-            problems.append(f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
-                            f"fix: give each its own port")
+            clashes.append((path, port, node, what, other, other_path))
             return
         ports[port] = (path, what)
 
     # Fixed ports first, so that a clash is reported on the port the operator can change.
     ray_heads: dict[str, str] = {}
+    ray_nodes: dict[str, tuple[str, str]] = {}  # node → (deployment, key path of the node)
     for i, d in enumerate(spec.deployments):
         if d.topology != "ray":
             continue
@@ -69,8 +79,22 @@ def port_problems(spec: "StackSpec") -> list[str]:
                             f"'{ray_heads[head]}', and every Ray head binds ray.port {spec.ray.port}; "
                             f"fix: put this deployment's head on another node")
             continue
+        shared = [(j, n) for j, n in enumerate(d.nodes) if n in ray_nodes]
+        for j, n in shared:
+            other, other_path = ray_nodes[n]
+            problems.append(f"deployments[{i}].nodes[{j}]: node '{n}' is already in the Ray cluster of deployment "
+                            f"'{other}' ({other_path}), and every node of a Ray cluster binds the Ray agent's port "
+                            f"{RAY_AGENT_PORT} and keeps ray.port {spec.ray.port} free: two clusters on one node "
+                            f"collide; fix: give each 'ray' deployment its own nodes")
+        if shared:
+            continue
         ray_heads[head] = d.name
-        claim(head, spec.ray.port, "ray.port", f"the Ray port of deployment '{d.name}'s cluster")
+        for j, n in enumerate(d.nodes):
+            ray_nodes[n] = (d.name, f"deployments[{i}].nodes[{j}]")
+            claim(n, spec.ray.port, "ray.port", f"the Ray port (GCS) of deployment '{d.name}'s cluster" if j == 0
+                  else f"the Ray port of deployment '{d.name}'s cluster, kept free on its workers too")
+            claim(n, RAY_AGENT_PORT, f"deployments[{i}].topology",
+                  f"the Ray agent's port of deployment '{d.name}'s cluster")
         claim(head, RAY_CLIENT_PORT, f"deployments[{i}].topology",
               f"the Ray client server of deployment '{d.name}'s cluster")
         if spec.ray.dashboard:
@@ -86,26 +110,57 @@ def port_problems(spec: "StackSpec") -> list[str]:
             claim(n, d.port, f"{p}.port", f"the API port of deployment '{d.name}'")
         if d.topology == "native":
             claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the SGLang dist-init port of deployment '{d.name}'")
+
+    # Each clash with a port that is free on its node, once every claim is known.
+    suggested: set[tuple[str, int]] = set()
+    for path, port, node, what, other, other_path in clashes:
+        free = next(q for q in [*range(port + 1, 65536), *range(port - 1, FIRST_USER_PORT - 1, -1)]
+                    if q not in held[node] and (node, q) not in suggested)
+        suggested.add((node, free))
+        problems.append(f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
+                        f"fix: give each its own port (e.g. {path.rsplit('.', 1)[-1]}: {free}, free on '{node}')"
+                        if path.startswith("deployments[") and path.endswith(("port", "dist_port")) else
+                        f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
+                        f"fix: give each its own port")
     return list(dict.fromkeys(problems))
 
 
 # ---------------------------------------------------------------------------------------------
 # GPUs
 
+def gpu_share(spec: "StackSpec", d: "DeploymentSpec", node: str) -> int:
+    """The GPUs deployment d's engine takes on one of its engine nodes: its tensor_parallel ×
+    pipeline_parallel ranks spread over its engine nodes in proportion to their GPUs (rounded up)."""
+    counts = {n: spec.node(n).gpu.count for n in d.engine_nodes}
+    world = d.tensor_parallel * d.pipeline_parallel
+    return -(-world * counts[node] // sum(counts.values()))
+
+
 def gpu_problems(spec: "StackSpec") -> list[str]:
-    """tensor_parallel × pipeline_parallel equals the GPUs of a deployment's engine nodes (see
-    references.py), so a deployment takes every GPU of each of them: two may not share one."""
+    """Per node, the GPUs the engines of every deployment there take, added up, against the node's
+    gpu.count. tensor_parallel × pipeline_parallel must equal the GPUs of a deployment's engine
+    nodes (references.py), so today a deployment takes every GPU of each of them and two may not
+    share one; the sum keeps the check right should a deployment ever take part of a node."""
     problems: list[str] = []
-    owner: dict[str, str] = {}
+    taken: dict[str, list[tuple[int, str, int]]] = {}  # node → [(deployment index, name, GPUs)]
     for i, d in enumerate(spec.deployments):
         for j, n in enumerate(d.nodes):
             if n not in d.engine_nodes:
                 continue
-            if n in owner:
-                problems.append(f"deployments[{i}].nodes[{j}]: the GPUs of node '{n}' are already taken by "
-                                f"deployment '{owner[n]}'; fix: give each deployment its own nodes, or remove one")
-            else:
-                owner[n] = d.name
+            need = gpu_share(spec, d, n)
+            before = taken.setdefault(n, [])
+            count = spec.node(n).gpu.count
+            used = sum(g for _, _, g in before)
+            if before and used + need > count:
+                others = " and ".join(f"deployment '{name}' (deployments[{k}]: {g} GPU{'s' if g > 1 else ''})"
+                                      for k, name, g in before)
+                spread = f"over {len(d.engine_nodes)} engine nodes" if len(d.engine_nodes) > 1 else "on one node"
+                problems.append(
+                    f"deployments[{i}].nodes[{j}]: the GPUs of node '{n}' are already taken by {others}; "
+                    f"with this deployment's {need} (tensor_parallel {d.tensor_parallel} × pipeline_parallel "
+                    f"{d.pipeline_parallel} {spread}) they need {used + need} of its {count} (gpu.count); "
+                    f"fix: give each deployment its own nodes, or remove one")
+            before.append((i, d.name, need))
     return problems
 
 
@@ -166,4 +221,24 @@ def service_list_problems(spec: "StackSpec") -> list[str]:
                                                      f"resource '{resource}'; fix: rename one node"))
             else:
                 seen[resource] = i
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Per-node fabric overrides
+
+def node_fabric_problems(spec: "StackSpec") -> list[str]:
+    """A node's fabric: overrides the stack's fabric, so there must be one; and HCAs mean nothing
+    to NCCL when the stack's fabric turns RDMA off."""
+    problems: list[str] = []
+    for i, n in enumerate(spec.nodes):
+        if n.fabric is None:
+            continue
+        if spec.fabric is None:
+            problems.append(f"nodes[{i}].fabric: overrides the stack's fabric, which is absent; fix: add a "
+                            f"fabric: section (what every node uses unless it says otherwise) or remove "
+                            f"nodes[{i}].fabric")
+        elif n.fabric.hcas is not None and spec.fabric.disable_ib:
+            problems.append(f"nodes[{i}].fabric.hcas: fabric.disable_ib is true, so NCCL uses no RDMA device on "
+                            f"'{n.name}'; fix: remove nodes[{i}].fabric.hcas, or set fabric.disable_ib: false")
     return problems

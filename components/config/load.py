@@ -19,6 +19,7 @@ from .namespace import PROJECT, decode_engine_config, did_you_mean, engine_view,
 from .plaintext import config_ref_problems, secret_refs
 from .schema import StackSpec
 from .stackfile import StackFileProblem, read_stack_file
+from .venv import pin_problems, pinned_config_keys
 
 __all__ = ["PROJECT", "ConfigError", "load_from_pulumi", "load_stack_file", "parse", "validate",
            "values_from_stack_file"]
@@ -184,8 +185,9 @@ def validate(config: Mapping[Any, Any], secret_keys: Collection[str], stack_file
     if spec is None:
         referenced = _config_refs(values)
     else:
-        referenced = {ref.config for _, ref in secret_refs(spec) if ref.config}
+        referenced = {ref.config for _, ref in secret_refs(spec) if ref.config} | pinned_config_keys(spec)
         lines += [f"  {PROJECT}:{p}" for p in config_ref_problems(spec, others, secret)]
+        lines += [f"  {PROJECT}:{p}" for p in pin_problems(spec, others, secret)]
     for key in others:
         if key not in referenced:
             name = str(key)[:80]

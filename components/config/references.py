@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from .venv import deployment_problems as venv_deployment_problems
+
 if TYPE_CHECKING:
     from .schema import StackSpec
 
@@ -38,7 +40,10 @@ def reference_problems(spec: "StackSpec") -> list[str]:
         return True
 
     for i, img in enumerate(spec.images):
-        if need_node(f"images[{i}].build_node", img.build_node):
+        if img.runtime == "venv":  # built on each of its nodes: no build node, no arch to match
+            for j, n in enumerate(img.nodes):
+                need_node(f"images[{i}].nodes[{j}]", n)
+        elif need_node(f"images[{i}].build_node", img.build_node):
             arch = spec.node(img.build_node).arch
             for j, n in enumerate(img.nodes):
                 if need_node(f"images[{i}].nodes[{j}]", n) and spec.node(n).arch != arch:
@@ -76,6 +81,8 @@ def reference_problems(spec: "StackSpec") -> list[str]:
             for j, n in enumerate(d.nodes):
                 if spec.node(n).fabric_address is None:
                     problems.append(f"{p}.nodes[{j}]: node '{n}' has no fabric_address; fix: set nodes[].fabric_address")
+
+    problems += venv_deployment_problems(spec)
 
     for what, refs in (("retire", spec.retire), ("keep", spec.keep)):
         for i, ref in enumerate(refs):

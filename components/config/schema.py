@@ -17,6 +17,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from .venv import VenvSpec, image_problems
+
 # A name that becomes part of a unit, container, image or path name.
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}$")]
 # A systemd unit that is not ours: plain unit names, templated instances allowed.
@@ -128,6 +130,33 @@ class GpuSpec(Strict):
                              gt=0, le=4096)
 
 
+# An RDMA device for NCCL_IB_HCA, with an optional port: mlx5_0, rocep1s0f1, mlx5_0:1.
+Hca = Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]
+
+
+class NodeFabric(Strict):
+    """This node's own names for the fabric, where they differ from the stack's fabric (a Spark
+    re-cabled to the other port, a NIC enumerated under another name). Keys left out are the
+    stack's; the rest of the fabric (MTU, prefix, peer key, disable_ib) is the stack's."""
+
+    netdev: NetDev | None = Field(None, description="this node's fabric netdev (NCCL/GLOO/TP_SOCKET_IFNAME, "
+                                                    "UCX_NET_DEVICES); absent: fabric.netdev")
+    hcas: list[Hca] | None = Field(None, min_length=1,
+                                   description="this node's RDMA HCAs (NCCL_IB_HCA): both PCIe twins of its "
+                                               "port; absent: fabric.hcas")
+    gid_index: int | None = Field(None, ge=0, le=255,
+                                  description="this node's NCCL_IB_GID_INDEX (its RoCEv2 GID, `show_gids`); "
+                                              "absent: fabric.gid_index")
+
+    @model_validator(mode="after")
+    def _something(self):
+        if self.netdev is None and self.hcas is None and self.gid_index is None:
+            raise ValueError("overrides nothing; fix: give netdev, hcas or gid_index, or remove it")
+        if self.hcas is not None and len(set(self.hcas)) != len(self.hcas):
+            raise ValueError("hcas: an HCA is listed twice; fix: list each HCA once")
+        return self
+
+
 class NodeSpec(Strict):
     name: Name = Field(description="the node's name in this stack (used in resource names)")
     host: HostName = Field(description="management host name or address the operator's machine reaches by SSH")
@@ -136,6 +165,9 @@ class NodeSpec(Strict):
     gpu: GpuSpec = Field(description="the node's accelerators")
     fabric_address: ipaddress.IPv4Address | None = Field(
         None, description="this node's address on the fabric (RoCE) network; required for multi-node")
+    fabric: NodeFabric | None = Field(
+        None, description="this node's own fabric names (netdev, hcas, gid_index) where they differ from the "
+                          "stack's fabric; absent: the stack's")
 
 
 class BandwidthCheck(Strict):
@@ -163,7 +195,7 @@ DEFAULT_PEER_KEY = "/root/.ssh/id_ed25519"
 
 class FabricSpec(Strict):
     netdev: NetDev = Field(description="the fabric network interface (ConnectX-7 netdev that is up)")
-    hcas: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9_]+(:[0-9]+)?$")]] = Field(
+    hcas: list[Hca] = Field(
         default_factory=list, description="RDMA HCAs for NCCL_IB_HCA; list both PCIe twins of a port for full bandwidth")
     gid_index: int = Field(3, ge=0, le=255, description="NCCL_IB_GID_INDEX; 3 selects RoCEv2 on ConnectX")
     mtu: int = Field(9000, ge=1280, le=9216, description="the fabric netdev's MTU (jumbo frames: 9000)")
@@ -179,15 +211,27 @@ class FabricSpec(Strict):
 
 class ImageSpec(Strict):
     name: Name = Field(description="the image's name in this stack (deployments refer to it)")
-    base: ImageRef = Field(description="the engine image to start from, as a registry pull reference")
+    runtime: Literal["docker", "venv"] = Field(
+        "docker", description="docker: a container image (base + layer); venv: the engine installed into a Python venv "
+                              "on each of nodes from a pinned source (venv:), run by its unit without Docker")
+    venv: VenvSpec | None = Field(None, description="runtime venv: the recipe (components/config/venv.py)")
+    base: ImageRef | None = Field(None, description="docker: the engine image to start from, as a registry pull reference")
     transformers: Annotated[str, Field(pattern=r"^(==|>=|<=|~=|>|<)?[0-9][0-9a-z.,<>=!*]*$")] | None = Field(
         None, description="pip version spec of the transformers upgrade layer, e.g. '>=5.2'")
     pip: list[Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.\[\],-]*(==|>=|<=|~=|>|<|!=)?[A-Za-z0-9.*,<>=!+-]*$")]] = Field(
         default_factory=list, description="other pip requirements of the layer, pinned")
     pip_ca_bundle: NodePath | None = Field(
         None, description="CA bundle on the build node for pip inside the build (TLS-inspecting proxies)")
-    build_node: Name = Field(description="the node that builds the image (its arch must match the base image)")
-    nodes: list[Name] = Field(description="every node that needs the image; it is copied there over the fabric")
+    build_node: Name | None = Field(None, description="docker: the node that builds the image (its arch must match "
+                                                       "the base image)")
+    nodes: list[Name] = Field(description="every node that needs the image; docker: copied there over the fabric; "
+                                          "venv: built on each")
+
+    @model_validator(mode="after")
+    def _runtime(self):
+        if problems := image_problems(self):
+            raise ValueError("\n".join(problems))
+        return self
 
 
 class ModelSource(Strict):
@@ -264,6 +308,25 @@ class WatchdogSpec(Strict):
     timeout_s: int = Field(30, ge=1, le=600, description="how long one check waits for its completion")
 
 
+class BenchmarkSpec(Strict):
+    """A throughput measurement on the head after the health gate (components/benchmark.py): the
+    real endpoint on loopback, a fixed prompt set, streamed; run again when the engine changes."""
+
+    enabled: bool = Field(True, description="measure after the health gate (false: no benchmark step)")
+    prompts: int = Field(4, ge=1, le=64, description="requests sent one at a time for the single-stream figures, "
+                                                     "taken in turn from the prompt set")
+    prompt_set: list[Annotated[OneLine, Field(min_length=1, max_length=2000)]] = Field(
+        default_factory=list, max_length=64,
+        description="the fixed prompts (empty: the benchmark's own eight, templates/scripts/benchmark_engine.py)")
+    max_tokens: int = Field(128, ge=2, le=8192,
+                            description="tokens generated per request (the end of text ignored, so every request "
+                                        "decodes this many)")
+    concurrency: int = Field(4, ge=1, le=256, description="requests in flight for the aggregate tok/s")
+    min_decode_tok_s: float | None = Field(
+        None, gt=0, le=100000, description="a floor on single-stream decode tok/s: below it `up` fails with the figures")
+    timeout_s: int = Field(900, ge=30, le=14400, description="how long the whole measurement may take")
+
+
 Engine = Literal["vllm", "sglang"]
 
 
@@ -322,6 +385,8 @@ class DeploymentSpec(Strict):
     health: HealthSpec = Field(HealthSpec(), description="the health gate: a real chat completion after start")
     watchdog: WatchdogSpec = Field(WatchdogSpec(), description="the watchdog: real completions on a timer, a restart "
                                                                "when it stops answering (a wedged engine)")
+    benchmark: BenchmarkSpec = Field(BenchmarkSpec(), description="the benchmark after the health gate: decode "
+                                     "tok/s, time to first token and aggregate tok/s, as stack outputs")
     drop_page_cache: bool = Field(False, description="drop the page cache before loading (unified memory)")
 
     @model_validator(mode="after")
@@ -340,6 +405,9 @@ class DeploymentSpec(Strict):
                              "multi-node launch); fix: use topology 'ray'")
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
+        if self.benchmark.enabled and self.benchmark.max_tokens >= self.max_model_len:
+            raise ValueError(f"benchmark.max_tokens: {self.benchmark.max_tokens} does not fit in max_model_len "
+                             f"{self.max_model_len} with a prompt; fix: lower benchmark.max_tokens")
         # Options of one engine would be dropped silently by the other's command line.
         only = {"speculative": "vllm", "moe_runner_backend": "sglang", "fp4_gemm_backend": "sglang",
                 "hierarchical_cache_ratio": "sglang"}
@@ -413,11 +481,11 @@ class StackSpec(Strict):
 
     @model_validator(mode="after")
     def _references(self):
-        from .crosscheck import cross_problems
+        from .crosscheck import cross_problems, node_fabric_problems
         from .plaintext import plaintext_problems
         from .references import reference_problems
 
-        problems = reference_problems(self)
+        problems = reference_problems(self) + node_fabric_problems(self)
         # Cross-resource checks look names up: they run once the references hold.
         problems += (cross_problems(self) if not problems else []) + plaintext_problems(self)
         if problems:

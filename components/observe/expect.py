@@ -219,3 +219,22 @@ class EndpointAnswers:
         if status != "200":
             return f"drift: {self.url} not answering" + (f" (HTTP {status})" if status != "000" else "")
         return None
+
+
+@dataclass(frozen=True)
+class VenvCurrent:
+    """A venv engine (components/venv.py): `current` names the built venv of this recipe."""
+    node: str
+    root: str
+    digest: str
+
+    def watch(self):
+        return [(self.node, "venvs", self.root)]
+
+    def drift(self, facts):
+        have = facts[self.node].venvs.get(self.root, ABSENT)
+        if have == ABSENT:
+            return f"drift: no built venv in use at {self.root}/current on {self.node}"
+        if have != self.digest:
+            return f"drift: {self.root}/current names venv {have}, not {self.digest}"
+        return None

@@ -18,6 +18,7 @@ class Watch:
     rdma_ports: set[str] = field(default_factory=set)    # "hca/port"
     urls: set[str] = field(default_factory=set)          # HTTP endpoints, asked from the node itself
     ray: set[str] = field(default_factory=set)           # Ray head containers
+    venvs: set[str] = field(default_factory=set)         # ROOT/IMAGE directories of venv engines
 
     def empty(self) -> bool:
         return not any(vars(self).values())
@@ -48,6 +49,7 @@ class NodeFacts:
     rdma_ports: dict[str, str] = field(default_factory=dict)   # "hca/port" → state text or "absent"
     urls: dict[str, str] = field(default_factory=dict)         # url → HTTP status ("000": no answer)
     ray: dict[str, int] = field(default_factory=dict)          # container → alive nodes (0: none/unknown)
+    venvs: dict[str, str] = field(default_factory=dict)        # ROOT/IMAGE → the built venv `current` names, or "absent"
     unreachable: str | None = None                             # why the probe could not run
 
 
@@ -79,6 +81,8 @@ def parse(text: str) -> NodeFacts:
                 facts.urls[f[0]] = f[1]
             elif kind == "ray":
                 facts.ray[f[0]] = int(f[1]) if f[1].isdigit() else 0
+            elif kind == "venv":
+                facts.venvs[f[0]] = f[1] or ABSENT
             else:
                 raise ProbeOutputError(f"line {number}: unknown fact kind {kind!r}")
         except IndexError:

@@ -13,7 +13,7 @@ import pulumi
 from .. import types
 from ..config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
 from ..containers import docker_args
-from ..fabric import fabric_environment
+from ..fabric import fabric_environment, node_fabric
 from ..image import peer_values
 from ..node import Node
 from ..remote import run, tagged_line
@@ -66,11 +66,13 @@ def hang_fix(spec: DeploymentSpec, fabric: FabricSpec, nodes: Sequence[Node], in
         return ("fix: check on each node (" + "; ".join(where) + ") that NCCL_SOCKET_IFNAME (fabric.netdev) is "
                 "the cabled ConnectX-7 port, up, with the fabric_address of the node (ip -br addr), NCCL_IB_HCA "
                 "(fabric.hcas) names the RDMA devices of that port and both are ACTIVE (ibdev2netdev, ibstat), "
-                "and NCCL_IB_GID_INDEX (fabric.gid_index) is its RoCEv2 GID (show_gids); "
+                "and NCCL_IB_GID_INDEX (fabric.gid_index) is its RoCEv2 GID (show_gids); a node whose names "
+                "differ (re-cabled) sets its own in nodes[].fabric; "
                 f"add NCCL_DEBUG: INFO to deployments[{index}].env to see what NCCL chose, or try "
                 "fabric.disable_ib: true to test over TCP sockets")
     return ("fix: check on each node (" + "; ".join(where) + ") that GLOO_SOCKET_IFNAME (fabric.netdev) is "
-            "up with the node's fabric_address and that the nodes reach each other on it")
+            "up with the node's fabric_address and that the nodes reach each other on it; a node whose netdev "
+            "differs sets its own in nodes[].fabric.netdev")
 
 
 def backend(spec: DeploymentSpec) -> str:
@@ -102,7 +104,7 @@ class FabricBandwidth(pulumi.ComponentResource):
                           undo=f"Drop the fabric bandwidth check of {spec.name}"),
             triggers=[image_id], timeout_s=bound + 120,
             create=render("scripts/preflight-bandwidth.sh.j2", deployment=spec.name, head_name=head.name,
-                          nodes=and_list([n.name for n in nodes]), netdev=fabric.netdev,
+                          nodes=and_list([n.name for n in nodes]), netdev=node_fabric(fabric, head.spec).netdev,
                           backend=backend(spec), size_mb=check.size_mb,
                           iterations=check.iterations, port=check.port, min_bus_gbps=check.min_bus_gbps,
                           timeout_s=bound, container=container(spec.name, 0),

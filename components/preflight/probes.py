@@ -10,6 +10,7 @@ import pulumi
 
 from .. import types
 from ..config.schema import FabricSpec
+from ..fabric import node_fabric
 from ..node import Node
 from ..observe import FabricUp
 from ..remote import run
@@ -31,16 +32,17 @@ class EngineProbe(pulumi.ComponentResource):
 
     def __init__(self, deployment: str, engine: str, head: Node, image: str, model_dir: str, *,
                  image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
+                 venv_python: str | None = None, opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.ENGINE_PROBE, f"{deployment}-preflight", None, opts)
         self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
                            step=StepInfo(head.name, "preflight",
-                                         do=f"Preflight: the engine image of {deployment} knows its model "
+                                         do=f"Preflight: the engine {'venv' if venv_python else 'image'} of "
+                                            f"{deployment} knows its model "
                                             f"(probe on {head.name})",
                                          undo=f"Drop the engine probe of {deployment}"),
                            triggers=[image_id],
                            create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine,
-                                         image=image, model_dir=model_dir))
+                                         image=image, model_dir=model_dir, venv_python=venv_python))
         self.register_outputs({})
 
 
@@ -51,6 +53,7 @@ class FabricCheck(pulumi.ComponentResource):
     def __init__(self, node: Node, fabric: FabricSpec, peers: Sequence[Node],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.FABRIC_CHECK, f"{node.name}-fabric", None, opts)
+        fabric = node_fabric(fabric, node.spec)  # its own netdev and HCAs, when it names them
         self.command = run(f"{node.name}-fabric-check", node, parent=self,
                            step=StepInfo(node.name, "preflight",
                                          do=f"Preflight: the fabric link of {node.name} is up "

@@ -1,5 +1,8 @@
 """The memory-fit check of every deployment of a stack config, at preview: a layout that cannot
-fit stops the plan with the numbers and the ways out, before any unit is stopped."""
+fit stops the plan with the numbers and the ways out, before any unit is stopped. Then, per node
+that several deployments share, what they need there added up against the node's memory: each
+engine's weights, KV cache and overhead on its GPUs of that node (the fit arithmetic of fit.py),
+and, on unified memory (gb10, cpu), the object store of every Ray cluster with a node there."""
 
 from __future__ import annotations
 
@@ -53,6 +56,80 @@ def stack_fit(spec: StackSpec, offline: bool) -> list[DeploymentFit]:
     return [deployment_fit(spec, d, offline) for d in spec.deployments]
 
 
+# Node kinds whose accelerator memory is the node's memory: a Ray object store there takes from it.
+UNIFIED_MEMORY = ("gb10", "cpu")
+
+
+@dataclass(frozen=True)
+class NodeShare:
+    """What one deployment needs on one node."""
+    index: int           # the deployment's index in deployments:
+    deployment: str
+    what: str
+    bytes: int
+
+
+def node_shares(spec: StackSpec, fits: list[DeploymentFit]) -> dict[str, list[NodeShare]]:
+    """node → what each deployment needs there (engines whose model could not be read: not counted)."""
+    shares: dict[str, list[NodeShare]] = {}
+    for i, (d, fit) in enumerate(zip(spec.deployments, fits)):
+        if fit.report is not None:
+            for n in dict.fromkeys(g.node for g in fit.report.gpus):
+                gpus = [g for g in fit.report.gpus if g.node == n]
+                shares.setdefault(n, []).append(NodeShare(
+                    i, d.name, f"weights + KV + overhead on {len(gpus)} GPU{'s' if len(gpus) > 1 else ''}",
+                    sum(g.needed_bytes for g in gpus)))
+        if d.topology == "ray":
+            for n in d.nodes:
+                if spec.node(n).gpu.kind in UNIFIED_MEMORY:
+                    shares.setdefault(n, []).append(NodeShare(
+                        i, d.name, "its Ray object store, ray.object_store_gb", int(spec.ray.object_store_gb * GB)))
+    return shares
+
+
+def shared_node_problems(spec: StackSpec, fits: list[DeploymentFit]) -> list[str]:
+    """One "key: what; fix: how" line per node that the deployments sharing it overfill."""
+    problems: list[str] = []
+    for n, shares in node_shares(spec, fits).items():
+        if len({s.index for s in shares}) < 2:
+            continue
+        node = spec.node(n)
+        memory = int(node.gpu.memory_gb * GB) * node.gpu.count
+        total = sum(s.bytes for s in shares)
+        if total <= memory:
+            continue
+        last = max(s.index for s in shares)
+        d = spec.deployments[last]
+        parts = ", ".join(f"deployment '{s.deployment}' (deployments[{s.index}]) {_gb(s.bytes)} ({s.what})"
+                          for s in shares)
+        problems.append(
+            f"deployments[{last}].nodes[{d.nodes.index(n)}]: node '{n}' cannot hold every deployment that shares it: "
+            f"{parts} = {_gb(total)} of its {_gb(memory)} (gpu.memory_gb {node.gpu.memory_gb:g} × gpu.count "
+            f"{node.gpu.count}); short by {_gb(total - memory)}; fix: move deployment '{d.name}' to other nodes, or "
+            f"shrink what the deployments need there (max_model_len, max_num_seqs, kv_cache_dtype: fp8, "
+            f"ray.object_store_gb)")
+    return problems
+
+
+def shared_node_lines(spec: StackSpec, fits: list[DeploymentFit]) -> list[str]:
+    """The log lines of the nodes that several deployments share."""
+    lines = []
+    for n, shares in node_shares(spec, fits).items():
+        if len({s.index for s in shares}) < 2:
+            continue
+        node = spec.node(n)
+        memory = int(node.gpu.memory_gb * GB) * node.gpu.count
+        total = sum(s.bytes for s in shares)
+        lines.append(f"node {n}, shared by {len({s.index for s in shares})} deployments: "
+                     + " + ".join(f"{s.deployment} {_gb(s.bytes)}" for s in shares)
+                     + f" = {_gb(total)} of {_gb(memory)}: " + ("fits" if total <= memory else "DOES NOT FIT"))
+    return lines
+
+
+def _gb(n: float) -> str:
+    return f"{n / GB:.1f} GB"
+
+
 class PreflightError(Exception):
     """A plan that cannot work; str() is the operator-facing message."""
 
@@ -63,8 +140,14 @@ def check_stack_fit(spec: StackSpec, offline: bool, log) -> list[DeploymentFit]:
     for fit in fits:
         for line in fit.lines():
             log(line)
+    for line in shared_node_lines(spec, fits):
+        log(line)
     unfit = [f for f in fits if f.report is not None and not f.report.fits]
     if unfit:
         raise PreflightError("\n\n".join(f"deployment {f.deployment}: {f.report.message}" for f in unfit)
                              + "\nNothing was changed on any node.")
+    shared = shared_node_problems(spec, fits)
+    if shared:
+        raise PreflightError("the deployments that share a node do not fit it together:\n"
+                             + "\n".join(f"  {p}" for p in shared) + "\nNothing was changed on any node.")
     return fits

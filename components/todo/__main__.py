@@ -19,6 +19,7 @@ from components.config.load import PROJECT
 from . import engine
 from .interrupted import clear_stale_locks, pending_operations
 from .live import LiveTodo
+from .status import benchmark_lines, stack_outputs, status
 from .plan import build_items, declared_steps, state_records, step_metadata, urn_name
 from .views import FORMATS, render
 
@@ -37,6 +38,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--record", type=Path, help="also write the preview's events.json, plan.json and "
                                                "steps.json (slimmed: no secrets) into this directory")
     p.add_argument("--verbose", action="store_true", help="with --up: the engine's other messages too")
+    p.add_argument("--status", action="store_true", help="instead of the list: each deployment's health, last "
+                                                       "benchmark and each node's memory (one read-only probe per node)")
     return p.parse_args(argv)
 
 
@@ -79,6 +82,21 @@ def main(argv: list[str] | None = None) -> int:
     except ConfigError as err:
         print(str(err), file=sys.stderr)
         return 1
+
+    if args.status:
+        if spec is None:
+            return 1
+        problem = engine.engine_env_ok()
+        if problem:
+            print(problem, file=sys.stderr)
+            return 1
+        try:
+            outputs, secret = stack_outputs(args.stack, args.work_dir)
+        except engine.NoSuchStack as err:
+            print(str(err), file=sys.stderr)
+            return 1
+        sys.stdout.write(status(args.stack, spec, outputs, secret=secret))
+        return 0
 
     if args.events:
         events = json.loads(args.events.read_text())
@@ -138,12 +156,15 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as err:  # a display problem must never stop the deployment
             print(f"(todo display: {err})", file=sys.stderr, flush=True)
 
-    error = None
+    error, result = None, None
     try:
-        engine.up(args.stack, on_event, args.work_dir)
+        result = engine.up(args.stack, on_event, args.work_dir)
     except Exception as err:
         error = errors.explain(err).strip()
+    outputs = {k: getattr(v, "value", v) for k, v in (getattr(result, "outputs", None) or {}).items()}
     print(live.summary(error), flush=True)
+    for line in benchmark_lines(outputs):
+        print(line, flush=True)
     if args.format != "text":
         sys.stdout.write(render(live.items, args.format, args.stack))
     return 1 if error or live.counts()["failed"] else 0

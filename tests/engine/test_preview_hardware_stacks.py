@@ -66,7 +66,7 @@ def test_spark_duo_sglang_preview_lists_seed_002s_first_attempt(project):
     assert {"qwen35-sglang-spark-1a32-install", "qwen35-sglang-spark-5be3-install"} <= set(steps)
 
 
-@pytest.mark.parametrize("stack", ["spark-duo", "spark-duo-sglang"])
+@pytest.mark.parametrize("stack", ["spark-duo", "spark-duo-sglang", "rtxpro-quad", "rtxpro-quad-docker"])
 def test_the_engine_gives_the_pinned_urns(project, stack):
     """The golden URN lists (tests/unit/test_state_contract.py) are what the real engine plans."""
     golden = Path(__file__).resolve().parents[1] / "unit" / "golden" / f"urns-{stack}.txt"
@@ -75,11 +75,19 @@ def test_the_engine_gives_the_pinned_urns(project, stack):
     assert planned == set(golden.read_text().splitlines())
 
 
-def test_rtxpro_quad_preview_lists_the_deployment(project):
-    steps = creates(preview_json(project, "rtxpro-quad", OFFLINE))
+@pytest.mark.parametrize("stack", ["rtxpro-quad", "rtxpro-quad-docker"])
+def test_rtxpro_quad_preview_lists_the_deployment(project, stack):
+    steps = creates(preview_json(project, stack, OFFLINE))
     assert "systemctl disable --now sglang-kimi.service" in script(steps["llm-server-sglang-kimi-retire"])
     assert steps["qwen35-397b-llm-server-install"]["newState"]["inputs"]["stdin"] == "[secret]"
     assert steps["qwen35-397b-fetch"]["newState"]["inputs"]["stdin"] == "[secret]"
+    if stack == "rtxpro-quad":
+        # Seed 003: SGLang main built from source into a venv, no image; the commit is the
+        # operator's to set, and the offline preview plans the build without it.
+        assert "sglang-cu13-build" not in steps
+        build = script(steps["sglang-main-venv-llm-server"])
+        assert "https://github.com/sgl-project/sglang.git" in build and "--no-deps" in build
+        assert "commit=not_set" in build
 
 
 def test_offline_mode_refuses_up(project):

@@ -45,7 +45,7 @@ def _rendered(stack: str):
         put(f"{u._name}.service", u.unit_text)
     for node, watch in snap.watches.items():
         put(f"observe-{node}.sh", render("scripts/observe.sh.j2", watch=watch))
-    for img in snap.spec.images:
+    for img in (i for i in snap.spec.images if i.runtime == "docker"):
         put(f"{img.name}.Dockerfile", dockerfile(img))
     placements = [(u.node.name, u.unit_name, f"{u._name}.service") for u in snap.units]
     return dict(sorted(files.items())), placements

@@ -35,4 +35,5 @@ def test_every_stack_renders_units_scripts_and_dockerfiles(stack):
     names = render_stack(stack)
     assert any(n.endswith(".service") for n in names)
     assert any(n.endswith(".create.sh") for n in names)
-    assert any(n.endswith(".Dockerfile") for n in names)
+    # The engine: a Dockerfile, or the build of a venv (runtime venv: no image).
+    assert any(n.endswith(".Dockerfile") or "-venv-" in n for n in names)

@@ -104,8 +104,16 @@ def test_retire_and_every_unit_wait_for_it(stack):
 
 def test_two_measurements_never_share_the_link():
     s = snap("lab")
-    spec = s.spec.model_copy(update={"deployments": [*s.spec.deployments, s.spec.deployments[0].model_copy(
-        update={"name": "tiny2", "port": 8001, "nodes": ["lab-2", "lab-1"]})]})
+    # A second Ray cluster on nodes of its own (two clusters may not share a node), on the same fabric.
+    more = [s.spec.nodes[1].model_copy(update={"name": f"lab-{k}", "host": f"198.18.0.1{k}",
+                                                "fabric_address": f"198.19.0.1{k}"}) for k in (3, 4)]
+    placed = ["lab-1", "lab-2", "lab-3", "lab-4"]
+    spec = s.spec.model_copy(update={
+        "nodes": [*s.spec.nodes, *more],
+        "images": [i.model_copy(update={"nodes": placed}) for i in s.spec.images],
+        "models": [m.model_copy(update={"nodes": placed}) for m in s.spec.models],
+        "deployments": [*s.spec.deployments, s.spec.deployments[0].model_copy(
+            update={"name": "tiny2", "port": 8001, "nodes": ["lab-4", "lab-3"]})]})
     assert "tiny-bandwidth-check" in dep_names(snapshot("lab", spec).by_name("tiny2-bandwidth-check"))
 
 

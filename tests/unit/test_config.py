@@ -399,7 +399,7 @@ def test_shell_metacharacters_in_every_string_field(stack, tmp_path):
             accepted[payload].append(slot)
 
     # Free text may carry anything; names, paths, hosts, units, images, flags may not.
-    free = {"deployments.0.health.prompt", "deployments.0.extra_args", "deployments.0.env",
+    free = {"deployments.0.health.prompt", "deployments.0.benchmark.prompt_set", "deployments.0.extra_args", "deployments.0.env",
             "deployments.0.speculative", "deployments.0.api_key.env", "deployments.0.api_key.config",
             "deployments.0.api_key.file", "models.0.hf_token.config", "models.0.hf_token.file",
             "models.0.hf_token.env", "models.0.source.path", "nodes.0.ssh.private_key_path",

@@ -60,6 +60,19 @@ def engine_argv(unit_text: str) -> list[str]:
     return systemd_syntax.exec_argv(start)
 
 
+def engine_step(img, node: str) -> str:
+    """The step that puts an image entry's engine on `node`: the build on its build node and the
+    copies elsewhere (docker), or the venv built on that node (runtime venv)."""
+    if img.runtime == "venv":
+        return f"{img.name}-venv-{node}"
+    return f"{img.name}-build" if node == img.build_node else f"{img.name}-sync-{node}"
+
+
+def builds(img) -> list[str]:
+    """The steps that make an image entry's engine (no copies)."""
+    return [engine_step(img, n) for n in img.nodes] if img.runtime == "venv" else [f"{img.name}-build"]
+
+
 def has_flag(argv: list[str], *flag_and_values: str) -> bool:
     n = len(flag_and_values)
     return any(argv[i:i + n] == list(flag_and_values) for i in range(len(argv) - n + 1))
@@ -134,7 +147,8 @@ def test_every_command_targets_the_node_its_component_is_about(stack):
         cmd = s.by_name(f"{stem}-retire" if ref in s.spec.retire else f"{stem}-check")
         assert host_of(cmd) == host[ref.node]
     for img in s.spec.images:
-        assert host_of(s.by_name(f"{img.name}-build")) == host[img.build_node]
+        for n in (img.nodes if img.runtime == "venv" else [img.build_node]):
+            assert host_of(s.by_name(engine_step(img, n))) == host[n]
     for m in s.spec.models:
         assert host_of(s.by_name(f"{m.name}-fetch")) == host[m.fetch_node]
     for d in s.spec.deployments:
@@ -152,10 +166,9 @@ def test_serving_waits_for_retire_image_model_and_comes_before_its_health_gate(s
         for u in engine:
             waits = closure(s, f"{u._name}-install")
             assert retired <= waits, f"{u.unit_name} may start before {retired - waits} is stopped"
-            assert f"{image.name}-build" in waits and f"{model.name}-fetch" in waits
+            assert f"{model.name}-fetch" in waits
             for n in d.nodes:
-                if n != image.build_node:
-                    assert f"{image.name}-sync-{n}" in waits
+                assert engine_step(image, n) in waits
                 if n != model.fetch_node:
                     assert f"{model.name}-to-{n}" in waits
             assert f"{u._name}-install" in dep_names(s.by_name(f"{d.name}-health"))
@@ -173,7 +186,7 @@ def test_preflight_checks_come_before_any_unit_is_stopped_or_started(stack):
     for d in s.spec.deployments:
         probe = closure(s, f"{d.name}-preflight-engine")
         head = d.nodes[0]
-        assert f"{d.image}-build" in probe or f"{d.image}-sync-{head}" in probe
+        assert engine_step(s.spec.image(d.image), head) in probe
         assert f"{d.model}-fetch" in probe
 
 
@@ -182,8 +195,9 @@ def test_image_build_and_model_fetch_run_in_parallel(stack):
     s = snap(stack)
     for img in s.spec.images:
         for m in s.spec.models:
-            assert f"{m.name}-fetch" not in closure(s, f"{img.name}-build")
-            assert f"{img.name}-build" not in closure(s, f"{m.name}-fetch")
+            for build in builds(img):
+                assert f"{m.name}-fetch" not in closure(s, build)
+                assert build not in closure(s, f"{m.name}-fetch")
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -259,6 +273,12 @@ def test_the_api_key_reaches_the_engine_through_a_mounted_file_not_the_command_l
                 continue
             argv = engine_argv(u.unit_text)
             assert "--api-key" not in argv and API_KEY_VAR[d.engine] not in argv
+            if s.spec.image(d.image).runtime == "venv":
+                # No container: systemd reads the root-only file into the engine's environment.
+                assert systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile") == (
+                    [f"/etc/blackwell-serving/{d.name}.env"] if d.api_key else [])
+                assert SENTINEL not in u.unit_text and "docker" not in u.unit_text
+                continue
             assert not systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile")
             if d.api_key:
                 assert has_flag(argv, "-v", f"/etc/blackwell-serving/{d.name}.env:{SECRETS_IN_CONTAINER}:ro")
@@ -322,9 +342,12 @@ def test_duo_commands_target_the_right_node():
         f"qwen35-{HEAD}-install": HEAD,
         "qwen35-health": HEAD,
         "qwen35-watchdog-timer": HEAD,              # the watchdog's timer on the head
+        "qwen35-benchmark": HEAD,                   # against the engine on loopback
         "qwen35-preflight-engine": HEAD,            # inside the image, where the model is cached
         f"{HEAD}-fabric-check": HEAD,
         f"{SECOND}-fabric-check": SECOND,
+        f"{HEAD}-resources-check": HEAD,
+        f"{SECOND}-resources-check": SECOND,
         "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
     }
     assert {r.name: host_of(r) for r in s.commands()} == expected
@@ -365,28 +388,69 @@ def test_duo_ray_units_bind_to_fabric_addresses():
 
 
 # ---------------------------------------------------------------------------------------------
-# rtxpro-quad: one box, four RTX PRO 6000, SGLang NVFP4 TP 4
+# rtxpro-quad: one box, four RTX PRO 6000, SGLang NVFP4 TP 4 — seed 003: SGLang main in a venv;
+# rtxpro-quad-docker: the same from SGLang's CUDA 13 image
 
 
-def test_quad_sglang_command_line():
-    s = snap("rtxpro-quad")
-    [unit] = [u for u in s.units if u.unit_name == "bws-qwen35-397b.service"]
+def quad_launch(stack: str) -> tuple[list[str], list[str]]:
+    """(the unit's whole ExecStart, the SGLang launch from its python on)."""
+    [unit] = [u for u in snap(stack).units if u.unit_name == "bws-qwen35-397b.service"]
     argv = engine_argv(unit.unit_text)
-    launch = argv[argv.index("python3"):]
-    assert launch[:3] == ["python3", "-m", "sglang.launch_server"]
+    python = next(i for i, a in enumerate(argv) if a.rsplit("/", 1)[-1] == "python3")
+    return argv, argv[python:]
+
+
+@pytest.mark.parametrize("stack", ["rtxpro-quad", "rtxpro-quad-docker"])
+def test_quad_sglang_command_line(stack):
+    argv, launch = quad_launch(stack)
+    assert launch[1:3] == ["-m", "sglang.launch_server"]
     assert has_flag(launch, "--quantization", "modelopt_fp4")
     assert has_flag(launch, "--moe-runner-backend", "flashinfer_cutlass")
-    assert flag_value(launch, "--fp4-gemm-backend") in {"flashinfer_cudnn", "flashinfer_cutlass"}
+    fp4 = [f for f in ("--fp4-gemm-backend", "--fp4-gemm-runner-backend") if f in launch]
+    assert len(fp4) == 1 and flag_value(launch, fp4[0]) in {"flashinfer_cudnn", "flashinfer_cutlass"}
     assert has_flag(launch, "--tp", "4")
     assert has_flag(launch, "--tool-call-parser", "qwen3_coder") and has_flag(launch, "--reasoning-parser", "qwen3")
     assert "--enable-hierarchical-cache" in launch and float(flag_value(launch, "--hicache-ratio")) > 0
     assert "--nnodes" not in launch
+
+
+def test_quad_docker_runs_the_container_with_the_gpus():
+    argv, launch = quad_launch("rtxpro-quad-docker")
+    assert argv[0] == "/usr/bin/docker" and launch[0] == "python3"
     assert has_flag(argv, "--shm-size", "64g") and has_flag(argv, "--gpus", "all")
 
 
-def test_quad_order_and_nodes():
+def test_quad_runs_sglang_from_the_venvs_python_without_docker():
+    """Seed 003: SGLang main in a venv, no Docker: the unit runs the venv's python directly, as
+    the seed's service ran it (--fp4-gemm-runner-backend flashinfer_cudnn, the seed's spelling)."""
     s = snap("rtxpro-quad")
-    assert {host_of(r) for r in s.commands()} == {"llm-server"}
-    deps = dep_names(s.by_name("qwen35-397b-llm-server-install"))
-    assert {"llm-server-sglang-kimi-retire", "sglang-cu13-build", "qwen35-397b-fetch"} <= deps
-    assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install"}
+    argv, launch = quad_launch("rtxpro-quad")
+    assert argv == launch
+    assert argv[0] == "/opt/blackwell-serving/venvs/sglang-main/current/bin/python3"
+    assert has_flag(launch, "--fp4-gemm-runner-backend", "flashinfer_cudnn")
+    [unit] = [u for u in s.units if u.unit_name == "bws-qwen35-397b.service"]
+    assert "docker" not in unit.unit_text.lower()
+    uses = [r.name for r in s.commands()
+            if re.search(r"^[^#]*\bdocker (run|build|pull|load|save|image)\b", script_of(r) or "", re.M)]
+    assert not uses, f"steps of the venv stack run Docker: {uses}"
+
+
+def test_quad_order_and_nodes():
+    for stack, engine in (("rtxpro-quad", "sglang-main-venv-llm-server"), ("rtxpro-quad-docker", "sglang-cu13-build")):
+        s = snap(stack)
+        assert {host_of(r) for r in s.commands()} == {"llm-server"}
+        deps = dep_names(s.by_name("qwen35-397b-llm-server-install"))
+        assert {"llm-server-sglang-kimi-retire", engine, "qwen35-397b-fetch"} <= deps
+        assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install"}
+
+
+def test_ray_nodes_get_the_deployments_env_and_page_cache_drop():
+    """Every Ray node runs engine ranks: it gets the deployment's env and, on unified memory,
+    its page-cache drop before loading, as the engine's own unit does."""
+    s = snap(DUO)
+    [d] = s.spec.deployments
+    for u in s.units:
+        if "-ray-" in u._name:
+            for k, v in d.env.items():
+                assert f"{k}={v}" in u.unit_text, u.unit_text
+            assert ("drop_caches" in u.unit_text) == d.drop_page_cache

@@ -61,7 +61,7 @@ if [ "$rc" -ne 0 ]; then
     # Stopped by its time bound: a hang, most often NCCL's set-up on the wrong interface or device.
     log "the" gloo "all-reduce between $nodes did not finish in" 305 "s" \
         "(fabric.bandwidth_check.timeout_s; it hung in: ${stage:-start-up, before the rendezvous});" \
-        'fix: check on each node (lab-1: GLOO_SOCKET_IFNAME=eth1; lab-2: GLOO_SOCKET_IFNAME=eth1) that GLOO_SOCKET_IFNAME (fabric.netdev) is up with the node'"'"'s fabric_address and that the nodes reach each other on it'"; nothing was stopped"
+        'fix: check on each node (lab-1: GLOO_SOCKET_IFNAME=eth1; lab-2: GLOO_SOCKET_IFNAME=eth1) that GLOO_SOCKET_IFNAME (fabric.netdev) is up with the node'"'"'s fabric_address and that the nodes reach each other on it; a node whose netdev differs sets its own in nodes[].fabric.netdev'"; nothing was stopped"
     exit 1
   fi
   log "the all-reduce between $nodes failed (exit $rc, above; at: ${stage:-start-up}); check that the nodes" \

@@ -26,6 +26,7 @@ Environment="NCCL_IB_DISABLE=1"
 Environment="VLLM_HOST_IP=198.19.0.11"
 Environment="SGLANG_HOST_IP=198.19.0.11"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.11"
+Environment="VLLM_CPU_KVCACHE_SPACE=1"
 ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/tiny-ray"
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny-ray-head"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-head" \
@@ -56,6 +57,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-head" \
   "SGLANG_HOST_IP" \
   "-e" \
   "RAY_NODE_IP_ADDRESS" \
+  "-e" \
+  "VLLM_CPU_KVCACHE_SPACE" \
   "blackwell-serving/vllm-lab:2b5ceeb6797a" \
   "ray" \
   "start" \

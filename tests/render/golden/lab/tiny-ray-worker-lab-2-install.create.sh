@@ -26,6 +26,7 @@ Environment="NCCL_IB_DISABLE=1"
 Environment="VLLM_HOST_IP=198.19.0.12"
 Environment="SGLANG_HOST_IP=198.19.0.12"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.12"
+Environment="VLLM_CPU_KVCACHE_SPACE=1"
 ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/tiny-ray"
 ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "198.19.0.11" "6379" "300"
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny-ray-worker"
@@ -57,6 +58,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-worker" \
   "SGLANG_HOST_IP" \
   "-e" \
   "RAY_NODE_IP_ADDRESS" \
+  "-e" \
+  "VLLM_CPU_KVCACHE_SPACE" \
   "blackwell-serving/vllm-lab:2b5ceeb6797a" \
   "ray" \
   "start" \

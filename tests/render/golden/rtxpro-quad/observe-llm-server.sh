@@ -9,12 +9,6 @@ unit() {
   printf 'unit\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
     "$(systemctl is-active "$1" 2>/dev/null)" "$(systemctl is-enabled "$1" 2>/dev/null)" "$sha"
 }
-
-image() {
-  local id
-  id=$(timeout 20 docker image inspect -f '{{.Id}}' "$1" 2>/dev/null) || id=""
-  printf 'image\t%s\t%s\n' "$1" "${id:-absent}"
-}
 cache_stat() {
   (cd "$1" && find . -type f ! -name '.blackwell-*' -printf '%s %T@ %P\n' \
      | awk '{ $2 = int($2); print }' | LC_ALL=C sort)
@@ -31,10 +25,16 @@ dir() {
 url() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
+venv() {
+  local cur
+  cur=$(readlink "$1/current" 2>/dev/null) || cur=""
+  if [ -z "$cur" ] || [ ! -f "$1/$cur/.bws-built" ]; then cur=absent; fi
+  printf 'venv\t%s\t%s\n' "$1" "$cur"
+}
 unit bws-qwen35-397b-watchdog.timer
 unit bws-qwen35-397b.service
 unit sglang-kimi.service
-image blackwell-serving/sglang-cu13:6652dad398a1
 dir /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
 url http://127.0.0.1:30000/health
+venv /opt/blackwell-serving/venvs/sglang-main
 exit 0

@@ -44,23 +44,23 @@ if cache_intact "$final"; then
 fi
 install -d -m 0755 "$(dirname "$final")" "$(dirname "$staging")"
 mkdir -p "$staging"
-# The download runs in a container of its own name: removed however this script ends (a step's
-# timeout ends the script, and docker's client with it, but not the container).
-downloader=bws-download-qwen35-397b
+# No container runtime here (the engine is a venv): the download runs with the node's own python
+# (venv.python), in this script's process group, so a step's timeout ends it too.
+python=/usr/bin/python3
+if ! "$python" -c 'import huggingface_hub' 2>/dev/null; then
+  log "huggingface_hub is not importable by $python; fix: install it there ($python -m pip install huggingface_hub)"
+  exit 1
+fi
 token_file=""
-trap 'docker rm -f "$downloader" >/dev/null 2>&1 || true; [ -z "$token_file" ] || rm -f "$token_file"' EXIT
-docker rm -f "$downloader" >/dev/null 2>&1 || true
+trap '[ -z "$token_file" ] || rm -f "$token_file"' EXIT
 token_file=$(mktemp)
 chmod 0600 "$token_file"
-# The token arrives on stdin, never in argv; the container reads it from a mounted file
-# (HF_TOKEN_PATH), so `docker inspect` shows a path, not the token.
+# The token arrives on stdin, never in argv; the downloader reads it from the file (HF_TOKEN_PATH).
 cat > "$token_file"
 log downloading nvidia/Qwen3.5-397B-A17B-NVFP4@0000000000000000000000000000000000000000
-docker run --rm --name "$downloader" --network host -v "$staging":/dest \
--v "$token_file":/run/secrets/hf_token:ro -e HF_TOKEN_PATH=/run/secrets/hf_token \
-  --entrypoint python3 lmsysorg/sglang:dev-cu13 -c \
-  'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir="/dest")' \
-  nvidia/Qwen3.5-397B-A17B-NVFP4 0000000000000000000000000000000000000000 2>&1 | progress
+HF_TOKEN_PATH="$token_file" "$python" -c \
+  'import sys; from huggingface_hub import snapshot_download; snapshot_download(sys.argv[1], revision=sys.argv[2], local_dir=sys.argv[3])' \
+  nvidia/Qwen3.5-397B-A17B-NVFP4 0000000000000000000000000000000000000000 "$staging" 2>&1 | progress
 rm -rf "$staging/.cache"
 log "hashing files for the manifest"
 # Written beside the directory, not in it, so that the manifest never lists itself.

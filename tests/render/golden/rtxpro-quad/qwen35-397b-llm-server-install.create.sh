@@ -14,43 +14,17 @@ mv -f "$env_path.tmp" "$env_path"
 umask 022
 cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 # Managed by blackwell-serving (Deployment qwen35-397b); edits are drift and are reverted by `pulumi up`.
+# The engine runs from the venv in use (/opt/blackwell-serving/venvs/sglang-main/current), without a container.
 [Unit]
 Description=blackwell-serving sglang qwen35-397b
-After=docker.service network-online.target
+After=network-online.target
 Wants=network-online.target
-# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
-# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
-StartLimitIntervalSec=0
-Requires=docker.service
 
 [Service]
 Type=simple
 Environment="HF_HUB_OFFLINE=1"
-ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35-397b"
-ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-397b" \
-  "--network" \
-  "host" \
-  "--ipc" \
-  "host" \
-  "--gpus" \
-  "all" \
-  "--init" \
-  "--shm-size" \
-  "64g" \
-  "--ulimit" \
-  "memlock=-1:-1" \
-  "-v" \
-  "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
-  "-v" \
-  "/etc/blackwell-serving/qwen35-397b.env:/run/secrets/blackwell-serving.env:ro" \
-  "-e" \
-  "HF_HUB_OFFLINE" \
-  "blackwell-serving/sglang-cu13:6652dad398a1" \
-  "/bin/sh" \
-  "-c" \
-  "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \
-  "engine" \
-  "python3" \
+EnvironmentFile=/etc/blackwell-serving/qwen35-397b.env
+ExecStart=/opt/blackwell-serving/venvs/sglang-main/current/bin/python3 \
   "-m" \
   "sglang.launch_server" \
   "--model-path" \
@@ -73,20 +47,23 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-397b" \
   "modelopt_fp4" \
   "--moe-runner-backend" \
   "flashinfer_cutlass" \
-  "--fp4-gemm-backend" \
-  "flashinfer_cudnn" \
   "--tool-call-parser" \
   "qwen3_coder" \
   "--reasoning-parser" \
   "qwen3" \
   "--enable-hierarchical-cache" \
   "--hicache-ratio" \
-  "4.0"
-ExecStop=/usr/bin/docker stop -t 30 "bws-qwen35-397b"
+  "4.0" \
+  "--enable-metrics" \
+  "--fp4-gemm-runner-backend" \
+  "flashinfer_cudnn"
+KillMode=control-group
 Restart=on-failure
 RestartSec=10
 TimeoutStartSec=infinity
 TimeoutStopSec=60
+LimitMEMLOCK=infinity
+LimitNOFILE=1048576
 
 [Install]
 WantedBy=multi-user.target

@@ -4,9 +4,9 @@
 # go to stderr, where a failure's message is taken from.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'preflight qwen35-397b' "$*" >&2; }
-if ! docker run -i --rm --network none -v /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000:/var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000:ro \
-     --entrypoint python3 blackwell-serving/sglang-cu13:6652dad398a1 - sglang /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000 >&2; then
-  log "the engine image cannot serve this model (above); nothing was stopped"
+# Runtime venv: the probe runs with the python of the venv in use (built and verified before).
+if ! /opt/blackwell-serving/venvs/sglang-main/current/bin/python3 - sglang /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000 >&2; then
+  log "the engine venv cannot serve this model (above); nothing was stopped"
   exit 1
 fi
 log "engine knows the model"

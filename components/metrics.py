@@ -1,0 +1,70 @@
+"""The stack's Prometheus scrape config: every deployment's /metrics (vLLM serves it on the API
+port; SGLang with --enable-metrics, which components/engines.py passes) as one file_sd JSON,
+`.state/metrics/<stack>.json` under the project, also the stack output `metrics`.
+
+Written by the program, not by a step: its content is the stack config alone (hosts, ports,
+names: known when the plan is made, nothing a node reports), so there is nothing for a step to
+wait for or to undo on a node. The program writes it during `up` only (a preview changes
+nothing), atomically (a temporary file renamed over it, so Prometheus never reads half a file),
+and only when its content changed (a second `up` leaves it as it is). Point Prometheus at it:
+
+    scrape_configs:
+      - job_name: blackwell-serving
+        file_sd_configs: [{files: [/path/to/project/.state/metrics/*.json]}]
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from .config.schema import StackSpec
+
+PROJECT_DIR = Path(__file__).resolve().parent.parent
+METRICS_DIR = PROJECT_DIR / ".state" / "metrics"
+
+
+def target_host(spec: StackSpec, deployment) -> str:
+    """Where a scraper reaches the head's API port: the node's management host when the engine
+    listens on every address, else the address it listens on."""
+    head = next(n for n in spec.nodes if n.name == deployment.nodes[0])
+    bind = str(deployment.bind)
+    host = head.host if bind in ("0.0.0.0", "::") else bind
+    return f"[{host}]" if ":" in host else host
+
+
+def file_sd(stack: str, spec: StackSpec) -> list[dict]:
+    """One target group per deployment: its head's API port (the one process that serves
+    /metrics for every rank), labelled with the stack, deployment, engine, node and model."""
+    return [{"targets": [f"{target_host(spec, d)}:{d.port}"],
+             "labels": {"stack": stack, "deployment": d.name, "engine": d.engine, "node": d.nodes[0],
+                        "served_name": d.served_name}}
+            for d in spec.deployments]
+
+
+def file_sd_path(stack: str, directory: Path = METRICS_DIR) -> Path:
+    return directory / f"{stack}.json"
+
+
+def write_file_sd(stack: str, spec: StackSpec, directory: Path = METRICS_DIR) -> tuple[Path, bool]:
+    """(the path, whether it was written): nothing is written when the file already holds it."""
+    path = file_sd_path(stack, directory)
+    text = json.dumps(file_sd(stack, spec), indent=2, sort_keys=True) + "\n"
+    try:
+        if path.read_text() == text:
+            return path, False
+    except OSError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{stack}.", suffix=".json.tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        os.unlink(tmp)
+        raise
+    return path, True

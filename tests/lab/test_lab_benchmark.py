@@ -1,0 +1,83 @@
+"""The benchmark and the metrics on the converged lab, on the real engine: after `up` the stack
+output `benchmark` carries the tiny deployment's figures (all > 0), a second preview does not run
+the benchmark again, every target of the scrape config (the stack output `metrics` and the file
+`.state/metrics/lab.json` the up wrote) answers /metrics on its node, and the status view reads
+health, the benchmark and each node's memory. Needs `tests/lab/lab up`; runs the operator's `lab`
+stack (.state/backend) and converges it first (a no-op when it already is)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.lab import topology as lab
+from tests.lab.helpers import changes, pulumi, require_lab, sh
+
+pytestmark = pytest.mark.lab
+
+REPO = lab.REPO_ROOT
+NODE1, NODE2 = lab.nodes(2)
+NODES = {n.name: n for n in (NODE1, NODE2)}
+STACK = "lab"
+
+
+@pytest.fixture(scope="module")
+def outputs():
+    require_lab(NODE1, NODE2)
+    key = lab.STATE_DIR / "api-key"
+    if not key.exists():
+        key.write_text(os.urandom(18).hex() + "\n")
+        key.chmod(0o600)
+    select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
+                            cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
+    assert select.returncode == 0, select.stderr
+    up = pulumi("up", "--yes", "--skip-preview")
+    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+    out = pulumi("stack", "output", "--json")
+    assert out.returncode == 0, out.stderr
+    return json.loads(out.stdout)
+
+
+def test_the_benchmark_figures_are_stack_outputs(outputs):
+    figures = outputs["benchmark"]["tiny"]
+    assert set(figures) == {"decode_tok_s", "ttft_ms", "aggregate_tok_s", "concurrency"}
+    assert figures["decode_tok_s"] > 0 and figures["ttft_ms"] > 0 and figures["aggregate_tok_s"] > 0
+    assert figures["concurrency"] == 4
+    print(f"lab benchmark: {figures}")
+
+
+def test_a_second_preview_does_not_benchmark_again(outputs):
+    preview = pulumi("preview", "--json")
+    assert preview.returncode == 0, preview.stderr[-3000:]
+    assert not [c for c in changes(json.loads(preview.stdout)) if c[1] == "tiny-benchmark"]
+
+
+def test_every_scrape_target_answers_metrics_on_its_node(outputs):
+    groups = outputs["metrics"]
+    written = json.loads((REPO / ".state" / "metrics" / f"{STACK}.json").read_text())
+    assert written == groups
+    assert [g["labels"]["deployment"] for g in groups] == ["tiny"]
+    for g in groups:
+        labels = g["labels"]
+        assert (labels["engine"], labels["node"], labels["stack"]) == ("vllm", "lab-1", STACK)
+        node = NODES[labels["node"]]
+        for target in g["targets"]:
+            host, port = target.rsplit(":", 1)
+            assert host == node.mgmt_ip      # the engine listens on every address: the node's management one
+            text = sh(node, f"curl -fsS -m 10 http://127.0.0.1:{int(port)}/metrics")
+            assert "# TYPE" in text and "vllm:" in text, text[:500]
+
+
+def test_the_status_view_reads_health_benchmark_and_memory(outputs):
+    done = subprocess.run([sys.executable, "-m", "components.todo", "--status", "--stack", STACK], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, env=lab.pulumi_env())
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    assert "tiny (vllm on lab-1, lab-2, port 8000): healthy" in out, out
+    assert "tok/s decode" in out and "no benchmark yet" not in out, out
+    for name in NODES:
+        assert f"  {name}: " in out and "MemAvailable" in out, out

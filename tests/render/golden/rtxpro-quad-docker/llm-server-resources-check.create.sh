@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# Preflight, before any unit is stopped, read-only: the GPUs the stack declares for this node
+# are visible, and the memory it has free covers what its deployments will claim. Units this
+# stack retires here are still running: what they hold counts as free (they stop before the
+# engine starts); what kept units and anything else hold does not.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'preflight resources' "$*" >&2; }
+proc=/proc
+cgroot=/sys/fs/cgroup
+node=llm-server
+need=326400000000
+fail() { log "node $node: $*; nothing was stopped"; exit 1; }
+gb() { awk -v b="$1" 'BEGIN { printf "%.1f GB", b / 1e9 }'; }
+# What the deployments claim here, one line each: BYTES WHAT
+claims=$(printf '%s\n' '326400000000 qwen35-397b: memory_fraction 0.85 × 96 GB × 4 GPUs (deployments[0].memory_fraction)')
+claimed=$(while read -r b what; do printf '%s %s, ' "$what" "$(gb "$b")"; done <<< "$claims")
+claimed=${claimed%, }
+
+# The cgroups of the units retired here: each unit's own, and those of the containers it runs
+# (`docker run --name NAME` in its unit file), whose processes live outside the unit's cgroup.
+retired_cgroups=()
+if systemctl is-active --quiet sglang-kimi.service; then
+  cg=$(systemctl show -p ControlGroup --value sglang-kimi.service 2>/dev/null || true)
+  [ -z "$cg" ] || retired_cgroups+=("$cg "sglang-kimi.service)
+  for name in $(systemctl cat sglang-kimi.service 2>/dev/null | grep -oE -- '--name[= ]+[A-Za-z0-9_.-]+' \
+                | sed -E 's/--name[= ]+//' || true); do
+    pid=$(docker inspect --format '{{.State.Pid}}' "$name" 2>/dev/null || echo 0)
+    [ "${pid:-0}" -gt 0 ] || continue
+    cg=$(sed -n 's/^0:://p' "$proc/$pid/cgroup" 2>/dev/null || true)
+    [ -z "$cg" ] || retired_cgroups+=("$cg "sglang-kimi.service)
+  done
+fi
+# owner PID: "retired UNIT" when the process is in a retired unit's cgroup, else "other CGROUP"
+owner() {
+  local cg entry
+  cg=$(sed -n 's/^0:://p' "$proc/$1/cgroup" 2>/dev/null || true)
+  for entry in "${retired_cgroups[@]}"; do
+    case "$cg/" in "${entry%% *}/"*) echo "retired ${entry#* }"; return;; esac
+  done
+  echo "other ${cg##*/}"
+}
+# Host memory held by the retired units' cgroups (cgroup v2 memory.current), once each.
+retired_host=0
+for entry in "${retired_cgroups[@]}"; do
+  b=$(cat "$cgroot${entry%% *}/memory.current" 2>/dev/null || echo 0)
+  retired_host=$((retired_host + b))
+done
+avail=$(( $(awk '/^MemAvailable:/ { print $2 }' "$proc/meminfo") * 1024 ))
+
+key='nodes[0]'        # the node's entry in nodes:
+kind=rtx-pro-6000
+want_name='RTX PRO 6000'  # what nvidia-smi calls a GPU of that kind
+count=4
+lower='deployments[0].memory_fraction'
+command -v nvidia-smi >/dev/null 2>&1 \
+  || fail "nvidia-smi is not installed, so no GPU is visible; fix: install the NVIDIA driver and its utilities on $node"
+if ! gpus=$(nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.free --format=csv,noheader,nounits 2>&1); then
+  fail "nvidia-smi fails: $(tr '\n' ' ' <<< "$gpus"); fix: check the NVIDIA driver on $node (nvidia-smi must list its GPUs)"
+fi
+seen=$(grep -c . <<< "$gpus" || true)
+names=$(awk -F', *' '{ printf "%s%s", (NR > 1 ? "; " : ""), $3 }' <<< "$gpus")
+if [ "$seen" -lt "$count" ]; then
+  fail "nvidia-smi lists $seen GPU(s) (${names:-none}) but the stack declares $count $kind ($key.gpu.count);" \
+       "fix: bind the missing GPUs to the nvidia driver on $node (not vfio-pci for a VM: lspci -nnk -d 10de:)," \
+       "or correct $key.gpu.count"
+fi
+other=$(awk -F', *' -v want="$want_name" -v n="$count" \
+  'NR <= n && index($3, want) == 0 { printf "%sGPU %s is %s", (c++ ? "; " : ""), $1, $3 }' <<< "$gpus")
+[ -z "$other" ] || fail "$other, not $want_name ($key.gpu.kind $kind); fix: correct $key.gpu.kind"
+log "$seen GPU(s) visible: $names"
+
+# GPU memory of every compute process: UUID MiB OWNER... (owner: see above).
+apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits 2>/dev/null || true)
+holders=$(while IFS=', ' read -r pid uuid mib; do
+  [ -n "$pid" ] || continue
+  case "$mib" in ''|*[!0-9]*) mib=0;; esac
+  echo "$uuid $mib $pid $(owner "$pid")"
+done <<< "$apps")
+# The largest holders that stay (kept units, anything not retired): what the fix names.
+largest() {
+  awk '$4 != "retired" && $2 > 0 { printf "%s %s\n", $2, "pid " $3 " (" $5 ") " sprintf("%.1f GB", $2 * 1048576 / 1e9) }' \
+    <<< "$holders" | sort -rn | head -n 3 | cut -d' ' -f2- | paste -sd ';' - | sed 's/;/; /g'
+}
+fix_tail="stop it or add its unit to retire:, or lower $lower"
+# Each GPU's own memory: free plus what retired units' processes hold on it, against the claim
+# spread over the declared GPUs.
+per_gpu=$(( (need + count - 1) / count ))
+short=""
+while IFS=', ' read -r index uuid name; do
+  total=$(awk -F', *' -v u="$uuid" '$2 == u { print $4 }' <<< "$gpus")
+  free=$(awk -F', *' -v u="$uuid" '$2 == u { print $5 }' <<< "$gpus")
+  case "$free" in ''|*[!0-9]*) fail "nvidia-smi reports no free memory for GPU $index ($free); fix: check the driver on $node";; esac
+  back=$(awk -v u="$uuid" '$1 == u && $4 == "retired" { s += $2 } END { printf "%.0f", s }' <<< "$holders")
+  have=$(( (free + back) * 1048576 ))
+  if [ "$have" -lt "$per_gpu" ]; then
+    short+="GPU $index: $(gb "$((free * 1048576))") free + $(gb "$((back * 1048576))") of retired units of $(gb "$((total * 1048576))"); "
+  fi
+done < <(awk -F', *' -v n="$count" 'NR <= n { print $1 ", " $2 ", " $3 }' <<< "$gpus")
+figures="each of $count GPUs needs $(gb "$per_gpu") ($claimed)"
+if [ -n "$short" ]; then
+  held=$(largest || true)
+  fail "GPU memory is short: ${short}$figures; the largest holders that stay: ${held:-none}; fix: $fix_tail"
+fi
+log "GPU memory: $figures; every GPU has it free once the units retired here stop (host MemAvailable $(gb "$avail"))"

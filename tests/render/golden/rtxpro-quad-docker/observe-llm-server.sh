@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Read-only probe of what this stack manages on the node; it changes nothing. One tab-separated
+# line per fact (parsed by components/observe/facts.py). Every external call is bounded.
+set -u
+export LC_ALL=C
+unit() {
+  local sha=absent path="/etc/systemd/system/$1"
+  [ -f "$path" ] && sha=$(sha256sum < "$path" | cut -d' ' -f1)
+  printf 'unit\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
+    "$(systemctl is-active "$1" 2>/dev/null)" "$(systemctl is-enabled "$1" 2>/dev/null)" "$sha"
+}
+
+image() {
+  local id
+  id=$(timeout 20 docker image inspect -f '{{.Id}}' "$1" 2>/dev/null) || id=""
+  printf 'image\t%s\t%s\n' "$1" "${id:-absent}"
+}
+cache_stat() {
+  (cd "$1" && find . -type f ! -name '.blackwell-*' -printf '%s %T@ %P\n' \
+     | awk '{ $2 = int($2); print }' | LC_ALL=C sort)
+}
+cache_intact() {
+  [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
+    && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
+}
+dir() {
+  local sha=absent
+  cache_intact "$1" && sha=$(sha256sum < "$1/.blackwell-manifest.sha256" | cut -d' ' -f1)
+  printf 'dir\t%s\t%s\n' "$1" "$sha"
+}
+url() {
+  printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
+}
+unit bws-qwen35-397b-watchdog.timer
+unit bws-qwen35-397b.service
+unit sglang-kimi.service
+image blackwell-serving/sglang-cu13:6652dad398a1
+dir /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
+url http://127.0.0.1:30000/health
+exit 0

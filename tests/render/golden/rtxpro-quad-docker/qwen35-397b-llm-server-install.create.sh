@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# Install (or update) a systemd unit we own, then (re)start it. The engine runs this only when
+# the unit's content changed, so a converged node never sees a restart.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'unit bws-qwen35-397b.service' "$*" >&2; }
+unit_path=/etc/systemd/system/bws-qwen35-397b.service
+env_path=/etc/blackwell-serving/qwen35-397b.env
+install -d -m 0700 "$(dirname "$env_path")"
+# Secrets arrive on stdin only; written root-only, then moved into place.
+umask 077
+cat > "$env_path.tmp"
+chmod 0600 "$env_path.tmp"
+mv -f "$env_path.tmp" "$env_path"
+umask 022
+cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
+# Managed by blackwell-serving (Deployment qwen35-397b); edits are drift and are reverted by `pulumi up`.
+[Unit]
+Description=blackwell-serving sglang qwen35-397b
+After=docker.service network-online.target
+Wants=network-online.target
+# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
+# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
+StartLimitIntervalSec=0
+Requires=docker.service
+
+[Service]
+Type=simple
+Environment="HF_HUB_OFFLINE=1"
+ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35-397b"
+ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-397b" \
+  "--network" \
+  "host" \
+  "--ipc" \
+  "host" \
+  "--gpus" \
+  "all" \
+  "--init" \
+  "--shm-size" \
+  "64g" \
+  "--ulimit" \
+  "memlock=-1:-1" \
+  "-v" \
+  "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
+  "-v" \
+  "/etc/blackwell-serving/qwen35-397b.env:/run/secrets/blackwell-serving.env:ro" \
+  "-e" \
+  "HF_HUB_OFFLINE" \
+  "blackwell-serving/sglang-cu13:6652dad398a1" \
+  "/bin/sh" \
+  "-c" \
+  "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \
+  "engine" \
+  "python3" \
+  "-m" \
+  "sglang.launch_server" \
+  "--model-path" \
+  "/var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000" \
+  "--served-model-name" \
+  "qwen3.5-397b" \
+  "--host" \
+  "0.0.0.0" \
+  "--port" \
+  "30000" \
+  "--tp" \
+  "4" \
+  "--mem-fraction-static" \
+  "0.85" \
+  "--context-length" \
+  "262144" \
+  "--kv-cache-dtype" \
+  "auto" \
+  "--quantization" \
+  "modelopt_fp4" \
+  "--moe-runner-backend" \
+  "flashinfer_cutlass" \
+  "--fp4-gemm-backend" \
+  "flashinfer_cudnn" \
+  "--tool-call-parser" \
+  "qwen3_coder" \
+  "--reasoning-parser" \
+  "qwen3" \
+  "--enable-hierarchical-cache" \
+  "--hicache-ratio" \
+  "4.0" \
+  "--enable-metrics"
+ExecStop=/usr/bin/docker stop -t 30 "bws-qwen35-397b"
+Restart=on-failure
+RestartSec=10
+TimeoutStartSec=infinity
+TimeoutStopSec=60
+
+[Install]
+WantedBy=multi-user.target
+BWS_UNIT_EOF
+mv -f "$unit_path.tmp" "$unit_path"
+systemctl daemon-reload
+systemctl enable bws-qwen35-397b.service >/dev/null 2>&1
+log "restarting"
+systemctl restart bws-qwen35-397b.service
+sleep 2
+if ! systemctl is-active --quiet bws-qwen35-397b.service; then
+  log "did not stay up; last lines of its journal:"
+  journalctl -u bws-qwen35-397b.service -n 30 --no-pager >&2 || true
+  exit 1
+fi
+log "active"

@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Build the engine's venv on this node from its pinned recipe (components/venv.py), verify it, and
+# only then make it the one in use. ROOT/IMAGE/<digest> is named by the recipe's content: a venv
+# built and marked (.bws-built) is never built again; one left half-built by an interrupted run is
+# started over. `current` is switched by a rename once the venv is verified, so a running unit
+# keeps its venv until its own step restarts it; `previous` names the one before (a rollback by
+# hand: rename it over `current`, restart the unit). Older venvs of this entry are removed.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'venv sglang-main' "$*" >&2; }
+progress_log=/var/log/blackwell-serving/venv-sglang-main.log
+progress() {
+  mkdir -p "$(dirname "$progress_log")"
+  if [ -z "${progress_told:-}" ]; then
+    progress_told=1
+    log "full output in $progress_log"
+  fi
+  tee -a "$progress_log" | awk -v shown=-1 -v RS='[\r\n]+' '
+    /^\[blackwell / { print; fflush(); next }
+    match($0, /[0-9]+(\.[0-9]+)?%/) {
+      p = substr($0, RSTART, RLENGTH - 1) + 0
+      if (p <= 100 && int(p / 10) > shown) { shown = int(p / 10); print; fflush() }
+      next
+    }
+    /^(Loaded image|#[0-9]+ \[|Step [0-9]+\/[0-9]+|Successfully (built|tagged))/ { print; fflush() }
+  ' >&2
+}
+root=/opt/blackwell-serving/venvs/sglang-main
+digest=51918b1e6771
+dir="$root/$digest"
+kept="$dir/.bws-kept.txt"
+python=/usr/bin/python3
+install_into() {
+  uv pip install --python "$dir/bin/python3" "$@" 2>&1 | progress
+}
+# The verify program (templates/scripts/verify_venv.py) follows this script on stdin.
+verify_py=$(cat)
+commit=not_set
+if [ "$commit" = not_set ]; then
+  log "the source's commit is not set; fix: pulumi config set" blackwell-serving:sglang_main_commit "<40-hex commit>"
+  exit 1
+fi
+if [ -f "$dir/.bws-built" ]; then
+  log "venv $digest already built"
+else
+  [ -x "$python" ] || { log "no python at $python on this node; fix: install it, or set venv.python"; exit 1; }
+  command -v uv >/dev/null || { log "uv is not on this node's PATH; fix: install uv (https://docs.astral.sh/uv/), or set venv.installer: pip"; exit 1; }
+  command -v git >/dev/null || { log "git is not installed on this node; fix: apt-get install git"; exit 1; }
+  rm -rf "$dir"
+  install -d -m 0755 "$root"
+  log "creating the venv with $python"
+  uv venv --python "$python" --system-site-packages "$dir" 2>&1 | progress
+  # What the node provides: present, and pinned at its version for every install below.
+  "$dir/bin/python3" -c '
+import sys
+from importlib import metadata
+for name in sys.argv[1:]:
+    try:
+        print(f"{name}=={metadata.version(name)}")
+    except metadata.PackageNotFoundError:
+        sys.exit(f"[blackwell] no_deps_over: {name} is not installed for " + sys.base_prefix
+                 + "; fix: install it there (e.g. the CUDA 13 torch) or remove it from no_deps_over")
+' torch > "$kept"
+  [ ! -s "$kept" ] || log "kept from the node: $(tr '\n' ' ' < "$kept")"
+  src="$dir/src"
+  log "fetching" https://github.com/sgl-project/sglang.git "at $commit"
+  git init -q "$src"
+  git -C "$src" remote add origin https://github.com/sgl-project/sglang.git
+  if ! git -C "$src" fetch --depth 1 origin "$commit" 2>&1 | progress; then
+    log "the server gives no single commit; fetching the whole history"
+    git -C "$src" fetch origin 2>&1 | progress
+  fi
+  git -C "$src" checkout -q --detach "$commit"
+  [ "$(git -C "$src" rev-parse HEAD)" = "$commit" ] || { log "the checkout is not at the pinned commit"; exit 1; }
+  log "installing the engine from source (--no-deps: the node provides its dependencies)"
+  install_into --no-deps -c "$kept" -e "$src"/python
+  printf '%s\n' '{"installer": "uv", "no_deps_over": ["torch"], "patches": {}, "python": "/usr/bin/python3", "requirements": [], "source": {"commit": "not_set", "extras": [], "git": "https://github.com/sgl-project/sglang.git", "subdirectory": "python"}, "wheels": []}' > "$dir/.bws-recipe.json"
+  touch "$dir/.bws-built"
+  log "built venv $digest"
+fi
+# Verified on every run (a new flag in the stack is checked against the engine already built).
+log "verifying" sglang "(import, version, the kept packages, and every flag we pass)"
+if ! "$dir/bin/python3" -c "$verify_py" sglang "$kept" '{"--fp4-gemm-backend": "--fp4-gemm-runner-backend", "--fp4-gemm-runner-backend": "--fp4-gemm-backend"}' --model-path --served-model-name --host --port --tp --mem-fraction-static --context-length --kv-cache-dtype --quantization --moe-runner-backend --tool-call-parser --reasoning-parser --enable-hierarchical-cache --hicache-ratio --enable-metrics --fp4-gemm-runner-backend >&2; then
+  log "the venv does not serve as configured (above); still in use: $(readlink "$root/current" 2>/dev/null || echo none)"
+  exit 1
+fi
+old=$(readlink "$root/current" 2>/dev/null || true)
+if [ "$old" != "$digest" ]; then
+  if [ -n "$old" ]; then
+    ln -sfn "$old" "$root/.previous.tmp"
+    mv -T "$root/.previous.tmp" "$root/previous"
+  fi
+  ln -sfn "$digest" "$root/.current.tmp"
+  mv -T "$root/.current.tmp" "$root/current"
+  log "current is now $digest${old:+ (previous: $old)}"
+fi
+previous=$(readlink "$root/previous" 2>/dev/null || true)
+for d in "$root"/*/; do
+  d=${d%/}
+  case "${d##*/}" in current|previous|"$digest"|"$previous") continue ;; esac
+  rm -rf "$d"
+  log "removed old venv ${d##*/}"
+done
+echo "venv-id=$digest"
