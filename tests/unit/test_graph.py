@@ -341,6 +341,7 @@ def test_duo_commands_target_the_right_node():
         "qwen35-ray-ready": HEAD,
         f"qwen35-{HEAD}-install": HEAD,
         "qwen35-health": HEAD,
+        "qwen35-benchmark": HEAD,                   # after the health gate, on the head's loopback
         "qwen35-preflight-engine": HEAD,            # inside the image, where the model is cached
         f"{HEAD}-fabric-check": HEAD,
         f"{SECOND}-fabric-check": SECOND,

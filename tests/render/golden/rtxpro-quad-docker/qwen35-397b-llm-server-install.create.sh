@@ -78,7 +78,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-397b" \
   "qwen3" \
   "--enable-hierarchical-cache" \
   "--hicache-ratio" \
-  "4.0"
+  "4.0" \
+  "--enable-metrics"
 ExecStop=/usr/bin/docker stop -t 30 "bws-qwen35-397b"
 Restart=on-failure
 RestartSec=10

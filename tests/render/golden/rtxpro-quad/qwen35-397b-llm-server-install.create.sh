@@ -54,6 +54,7 @@ ExecStart=/opt/blackwell-serving/venvs/sglang-main/current/bin/python3 \
   "--enable-hierarchical-cache" \
   "--hicache-ratio" \
   "4.0" \
+  "--enable-metrics" \
   "--fp4-gemm-runner-backend" \
   "flashinfer_cudnn"
 KillMode=control-group

@@ -79,7 +79,7 @@ for name in sys.argv[1:]:
 fi
 # Verified on every run (a new flag in the stack is checked against the engine already built).
 log "verifying" sglang "(import, version, the kept packages, and every flag we pass)"
-if ! "$dir/bin/python3" -c "$verify_py" sglang "$kept" '{"--fp4-gemm-backend": "--fp4-gemm-runner-backend", "--fp4-gemm-runner-backend": "--fp4-gemm-backend"}' --model-path --served-model-name --host --port --tp --mem-fraction-static --context-length --kv-cache-dtype --quantization --moe-runner-backend --tool-call-parser --reasoning-parser --enable-hierarchical-cache --hicache-ratio --fp4-gemm-runner-backend >&2; then
+if ! "$dir/bin/python3" -c "$verify_py" sglang "$kept" '{"--fp4-gemm-backend": "--fp4-gemm-runner-backend", "--fp4-gemm-runner-backend": "--fp4-gemm-backend"}' --model-path --served-model-name --host --port --tp --mem-fraction-static --context-length --kv-cache-dtype --quantization --moe-runner-backend --tool-call-parser --reasoning-parser --enable-hierarchical-cache --hicache-ratio --enable-metrics --fp4-gemm-runner-backend >&2; then
   log "the venv does not serve as configured (above); still in use: $(readlink "$root/current" 2>/dev/null || echo none)"
   exit 1
 fi

@@ -107,7 +107,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-sglang" \
   "--tool-call-parser" \
   "qwen3_coder" \
   "--reasoning-parser" \
-  "qwen3"
+  "qwen3" \
+  "--enable-metrics"
 ExecStop=/usr/bin/docker stop -t 30 "bws-qwen35-sglang"
 Restart=on-failure
 RestartSec=10
