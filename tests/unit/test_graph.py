@@ -342,7 +342,7 @@ def test_duo_commands_target_the_right_node():
         f"qwen35-{HEAD}-install": HEAD,
         "qwen35-health": HEAD,
         "qwen35-watchdog-timer": HEAD,              # the watchdog's timer on the head
-        "qwen35-benchmark": HEAD,                   # against the engine on loopback
+        "qwen35-benchmark": HEAD,                   # after the health gate, on the head's loopback
         "qwen35-preflight-engine": HEAD,            # inside the image, where the model is cached
         f"{HEAD}-fabric-check": HEAD,
         f"{SECOND}-fabric-check": SECOND,
