@@ -177,8 +177,9 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
 def _rollback_hooks(node: Node, label: str, step: StepInfo, undo: Undo | None, unit: str | None):
     if node.rollback is None:
         return None
-    restore = (f"Again, for the previous deployment: {step.do}" if undo == "check"
-               else f"Put the previous {unit} back on {node.name} and restart it")
+    restore = {"check": f"Again, for the previous deployment: {step.do}",
+               "switch": f"Switch back to the previous build: {step.do}"}.get(
+        undo or "", f"Put the previous {unit} back on {node.name} and restart it")
     return node.rollback.binding(label, node.name, undo=undo, undo_sentence=step.sentence("delete"),
                                  restore_sentence=restore, unit=unit)
 

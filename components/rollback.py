@@ -31,9 +31,10 @@ from pulumi.resource_hooks import ErrorHook, ErrorHookArgs, ResourceHook, Resour
 from .ssh import Connection, RemoteError, run_line
 
 # How a step is put back: "remove" runs its delete script (steps being created); "previous"
-# also runs its previous create script when it is updated (our units); "check" runs only that,
-# last (a health gate: the previous deployment answers again).
-Undo = Literal["remove", "previous", "check"]
+# also runs its previous create script when it is updated (our units); "switch" runs only that,
+# before the units (an engine venv: its `current` link back on the previous build, which is
+# kept); "check" runs only that, last (a health gate: the previous deployment answers again).
+Undo = Literal["remove", "previous", "switch", "check"]
 UNDO_TIMEOUT_S = 900
 JOURNAL_LINES = 20
 # Each undo is logged as it starts and ends, "rollback <state>: <node>: <sentence>", which the
@@ -95,7 +96,7 @@ class Rollback:
         """(before_create, before_update) of a step that changes what serves."""
         def before_create(args: ResourceHookArgs) -> None:
             self._refuse_during_rollback(label)
-            if undo != "check" and args.new_inputs and args.new_inputs.get("delete"):
+            if undo in ("remove", "previous") and args.new_inputs and args.new_inputs.get("delete"):
                 self._record(Action(node, undo_sentence, "remove", args.new_inputs["delete"],
                                     args.new_inputs.get("stdin", ""), unit))
 
@@ -179,9 +180,10 @@ class Rollback:
 def undo_order(actions: list[Action]) -> list[Action]:
     """Removals in the reverse order of their start (the engine before the Ray cluster it runs
     on, our units before the services they replaced come back), then the previous versions of
-    our units in the order they started (the Ray head before its workers, then the engine), then
-    the previous health gates (the restored deployment answers a real completion again)."""
+    our units in the order they started, after the engine venvs they run (the Ray head before its
+    workers, then the engine), then the previous health gates (the restored deployment answers a real completion again)."""
     return ([a for a in reversed(actions) if a.kind == "remove"]
+            + [a for a in actions if a.kind == "switch"]
             + [a for a in actions if a.kind == "previous"]
             + [a for a in actions if a.kind == "check"])
 

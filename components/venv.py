@@ -208,7 +208,9 @@ class VenvEngine(pulumi.ComponentResource):
                 timeout_s=v.build_timeout_s,
                 create=build_script(img, commit, patches, checks), stdin=VERIFY,
                 delete=render("scripts/remove-venv.sh.j2", name=img.name, root=self.root),
-                expect=VenvCurrent(node.name, self.root, self.digest))
+                expect=VenvCurrent(node.name, self.root, self.digest),
+                # A failed `up` points `current` back at the previous build (kept on the node).
+                undo="switch")
             ids[node.name] = tagged_line(self.ready[node.name].stdout, "venv-id")
         # The units' trigger: the digest, once a node has built and verified it.
         self.image_id = pulumi.Output.all(*ids.values()).apply(lambda values: ",".join(sorted(set(values))))

@@ -52,8 +52,8 @@ def hooks(rb: Rollback, label: str, node: str, undo: str, unit=None):
 def test_undo_order_removes_backwards_then_restores_previous_versions_forwards():
     acts = [Action("n", s, kind, "", "", None) for s, kind in
             [("retire glm", "remove"), ("ray head", "previous"), ("worker", "previous"), ("gate", "check"),
-             ("engine", "remove")]]
-    assert [a.sentence for a in undo_order(acts)] == ["engine", "retire glm", "ray head", "worker", "gate"]
+             ("venv", "switch"), ("engine", "remove")]]
+    assert [a.sentence for a in undo_order(acts)] == ["engine", "retire glm", "venv", "ray head", "worker", "gate"]
 
 
 def test_a_failure_undoes_what_started_with_its_own_scripts_and_says_so():
@@ -118,6 +118,16 @@ def test_a_health_gate_is_asked_again_for_the_previous_deployment_and_never_remo
     asyncio.run(err_hook(ErrorHookArgs(urn="u", id="", name="tiny-health", type="t", failed_operation="update")))
     undos = [read_script(line, stdin) for _, line, stdin in t.calls if not line.startswith("journalctl")]
     assert undos == ["OLD-UNIT", "OLD-GATE"]
+
+
+def test_an_engine_venv_is_switched_back_on_update_and_kept_on_create():
+    t = Transport()
+    rb = rollback(t)
+    create, update, err_hook = hooks(rb, "sglang-venv-box on box", "lab-1", "switch")
+    create(hook_args(new=step_inputs("BUILD", "REMOVE-VENVS", "v")))      # a first build is kept
+    update(hook_args(new=step_inputs("BUILD-NEW", "REMOVE-VENVS", "v"), old=step_inputs("BUILD-OLD", "REMOVE-VENVS", "v")))
+    asyncio.run(err_hook(ErrorHookArgs(urn="u", id="", name="x", type="t", failed_operation="update")))
+    assert [read_script(line, stdin) for _, line, stdin in t.calls] == ["BUILD-OLD"]
 
 
 def test_off_binds_no_hooks():
