@@ -21,7 +21,8 @@ pytestmark = pytest.mark.lab
 
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
-NODES = {n.name: n for n in (NODE1, NODE2)}
+# The stack names its nodes lab-N; the lab harness names their containers bws-lab-N.
+NODES = {f"lab-{n.index}": n for n in (NODE1, NODE2)}
 STACK = "lab"
 
 
