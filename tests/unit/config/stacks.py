@@ -36,6 +36,17 @@ def shipped_doc(stack: str) -> dict:
     return copy.deepcopy(_shipped(stack))
 
 
+def lab_one_engine_doc() -> dict:
+    """The shipped lab with its first deployment only and no gateway: the base the checks across
+    deployments add their own deployments to (the lab's second model, tiny-b, and the gateway
+    routing both would make each added one a clash of its own)."""
+    doc = shipped_doc("lab")
+    c = doc["config"]
+    c[P + "deployments"] = c[P + "deployments"][:1]
+    c.pop(P + "gateway", None)
+    return doc
+
+
 _CACHE: dict[str, Any] = {}
 
 
