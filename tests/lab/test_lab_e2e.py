@@ -22,17 +22,20 @@ pytestmark = pytest.mark.lab
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
 STACK = "lab"
-UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service"], NODE2: ["bws-tiny-ray-worker.service"]}
+UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service", "bws-gateway.service"],
+         NODE2: ["bws-tiny-ray-worker.service", "bws-tiny-b.service"]}
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 
 
 @pytest.fixture(scope="module")
 def lab_ready():
     require_lab(NODE1, NODE2)
+    for name in ("api-key", "gateway-key"):  # made by `lab up` (tests/lab/keys.sh)
+        path = lab.STATE_DIR / name
+        if not path.exists():
+            path.write_text(os.urandom(18).hex() + "\n")
+            path.chmod(0o600)
     key = lab.STATE_DIR / "api-key"
-    if not key.exists():
-        key.write_text(os.urandom(18).hex() + "\n")
-        key.chmod(0o600)
     select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
                             cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
     assert select.returncode == 0, select.stderr
@@ -40,6 +43,10 @@ def lab_ready():
     down = pulumi("destroy", "--yes", "--skip-preview")
     assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-3000:]
     return key.read_text().strip()
+
+
+def gateway_key() -> str:
+    return (lab.STATE_DIR / "gateway-key").read_text().strip()
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +66,9 @@ def test_preview_before_up_lists_every_step(converged):
     for expected in ("lab-1-glm-retire", "lab-2-embeddings-check", "vllm-lab-build", "vllm-lab-sync-lab-2",
                      "tiny-upload", "tiny-fetch", "tiny-to-lab-2", "tiny-preflight-engine", "lab-1-fabric-check",
                      "lab-2-fabric-check", "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install",
-                     "tiny-ray-ready", "tiny-lab-1-install", "tiny-health"):
+                     "tiny-ray-ready", "tiny-lab-1-install", "tiny-health", "tiny-b-preflight-engine",
+                     "tiny-b-lab-2-install", "tiny-b-health", "gateway-lab-build", "gateway-install",
+                     "gateway-health"):
         assert expected in names
 
 
@@ -114,15 +123,18 @@ def test_engine_serves_a_real_completion(converged):
 def test_the_api_key_is_nowhere_but_its_files(converged):
     """After a real up: the key is not in any container's config (`docker inspect`), in any
     process's arguments, in the journal, nor in the state or the step outputs in plain text."""
-    key = converged["api_key"]
-    for node in (NODE1, NODE2):
-        for what, command in (("docker inspect", "docker ps -aq | xargs -r docker inspect"),
-                              ("ps", "ps -eo args"), ("the journal", "journalctl --no-pager -q -o cat")):
-            assert key not in sh(node, command), f"the API key shows in {what} on {node.name}"
     state = pulumi("stack", "export")
-    assert state.returncode == 0 and key not in state.stdout
     outputs = pulumi("stack", "output", "--json")
-    assert outputs.returncode == 0 and key not in outputs.stdout
+    assert state.returncode == 0 and outputs.returncode == 0
+    for key in (converged["api_key"], gateway_key()):  # the engines' and the gateway's
+        for node in (NODE1, NODE2):
+            for what, command in (("docker inspect", "docker ps -aq | xargs -r docker inspect"),
+                                  ("ps", "ps -eo args"), ("the journal", "journalctl --no-pager -q -o cat"),
+                                  ("a unit file", "cat /etc/systemd/system/bws-*.service"),
+                                  ("the gateway's config", "cat /etc/blackwell-serving/gateway/litellm.yaml "
+                                                           "2>/dev/null || true")):
+                assert key not in sh(node, command), f"an API key shows in {what} on {node.name}"
+        assert key not in state.stdout and key not in outputs.stdout
     # The key did reach the engine: a request with it is served (test_engine_serves_a_real_completion).
 
 
@@ -261,6 +273,8 @@ def test_destroy_gives_the_nodes_back(converged, tmp_path_factory):
             assert sh(node, f"systemctl show -p LoadState --value {unit}") == "not-found"
         assert container_ids(node) == ""
         assert sh(node, "docker images -q blackwell-serving/vllm-lab") == ""
+        assert sh(node, "docker images -q blackwell-serving/gateway-lab") == ""
+        assert sh(node, "ls -A /etc/blackwell-serving 2>/dev/null || true") == ""
         assert sh(node, f"test -e {MODEL_DIR} && echo present || echo gone") == "gone"
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "active"
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "enabled"
