@@ -41,6 +41,8 @@ for name, deployment in stack.deployments.items():
     pulumi.export(f"{name}_sample_completion", deployment.sample)
 for name, bus_gbps in stack.bus_gbps.items():
     pulumi.export(f"{name}_fabric_bus_gbps", bus_gbps)
+if stack.gateway is not None:  # one endpoint for every model (components/gateway.py)
+    pulumi.export("gateway", {"endpoint": stack.gateway.endpoint, "models": stack.gateway.models})
 # Per deployment with a benchmark: decode_tok_s, ttft_ms, aggregate_tok_s, concurrency (components/benchmark.py).
 pulumi.export("benchmark", {n: d.figures for n, d in stack.deployments.items() if d.figures is not None})
 # The engines' /metrics as Prometheus file_sd target groups, also written on this machine by `up`.

@@ -10,6 +10,7 @@ from . import types
 from .cluster import RayCluster
 from .config.schema import StackSpec
 from .deployment import Deployment
+from .gateway import gateway_for
 from .image import ContainerImage, ImageSync
 from .model import ModelCache
 from .node import Node, read_private_key
@@ -101,6 +102,12 @@ class ServingStack(pulumi.ComponentResource):
                 fabric=spec.fabric, cluster=cluster, api_key=api_key, state_dir=spec.state_dir,
                 venv=image if isinstance(image, VenvEngine) else None,
                 depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
+
+        # One OpenAI-compatible endpoint for every model, when the stack has one (components/gateway.py).
+        self.gateway = gateway_for(spec, self.nodes, self.images, image_ready, self.deployments,
+                                   gates=[*(p.command for p in self.preflight),
+                                          *retired_on.get(spec.gateway.node if spec.gateway else "", [])],
+                                   opts=child)
 
         for node in self.nodes.values():
             node.finish()

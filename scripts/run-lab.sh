@@ -8,10 +8,12 @@ cd "$repo"
 bash scripts/install-engine.sh
 bash scripts/setup-python.sh
 tests/lab/lab up
-# The lab deployment's API key: random, root-only, made once.
-if [ ! -s tests/lab/.state/api-key ]; then
-  (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' > tests/lab/.state/api-key)
-fi
+# The lab deployment's API key and the gateway's: random, root-only, made once.
+for key in api-key gateway-key; do
+  if [ ! -s "tests/lab/.state/$key" ]; then
+    (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' > "tests/lab/.state/$key")
+  fi
+done
 # The lab stack's passphrase is fixed and public (tests/lab/lab.env): its salt is in git.
 PULUMI_CONFIG_PASSPHRASE=$(sed -n 's/^LAB_PULUMI_PASSPHRASE=//p' tests/lab/lab.env)
 export PULUMI_CONFIG_PASSPHRASE
@@ -27,3 +29,5 @@ pulumi up --stack lab --non-interactive --yes --skip-preview
 echo "== endpoint and a sample completion"
 pulumi stack output --stack lab endpoints
 pulumi stack output --stack lab tiny_sample_completion
+echo "== one endpoint for every model (the gateway)"
+pulumi stack output --stack lab gateway

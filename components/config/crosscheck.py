@@ -9,8 +9,9 @@ sizes are known (components/preflight/stack_fit.py).
 
 The names generated here follow the components that create them (read-only mirror):
 components/deployment.py (bws-NAME.service, container bws-NAME), components/cluster.py (the Ray
-cluster NAME-ray: bws-NAME-ray-head / bws-NAME-ray-worker), components/preflight/bandwidth.py
-(containers bws-NAME-bw-RANK) and components/services.py (resources NODE-UNIT).
+cluster NAME-ray: bws-NAME-ray-head / bws-NAME-ray-worker), components/gateway.py (bws-gateway),
+components/preflight/bandwidth.py (containers bws-NAME-bw-RANK) and components/services.py
+(resources NODE-UNIT).
 """
 
 from __future__ import annotations
@@ -110,6 +111,8 @@ def port_problems(spec: "StackSpec") -> list[str]:
             claim(n, d.port, f"{p}.port", f"the API port of deployment '{d.name}'")
         if d.topology == "native":
             claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the SGLang dist-init port of deployment '{d.name}'")
+    if spec.gateway is not None:  # components/gateway.py
+        claim(spec.gateway.node, spec.gateway.port, "gateway.port", "the gateway's port")
 
     # Each clash with a port that is free on its node, once every claim is known.
     suggested: set[tuple[str, int]] = set()
@@ -119,7 +122,7 @@ def port_problems(spec: "StackSpec") -> list[str]:
         suggested.add((node, free))
         problems.append(f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
                         f"fix: give each its own port (e.g. {path.rsplit('.', 1)[-1]}: {free}, free on '{node}')"
-                        if path.startswith("deployments[") and path.endswith(("port", "dist_port")) else
+                        if path.startswith(("deployments[", "gateway.")) and path.endswith(("port", "dist_port")) else
                         f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
                         f"fix: give each its own port")
     return list(dict.fromkeys(problems))
@@ -170,6 +173,10 @@ def gpu_problems(spec: "StackSpec") -> list[str]:
 def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
     """(node, kind, name, key path, what) for every unit and container the stack creates."""
     out = []
+    # The gateway's first: a deployment named 'gateway' is the one to rename.
+    if spec.gateway is not None:  # components/gateway.py
+        out.append((spec.gateway.node, "unit", "bws-gateway.service", "gateway", "the gateway's unit"))
+        out.append((spec.gateway.node, "container", "bws-gateway", "gateway", "the gateway's container"))
     check = spec.fabric.bandwidth_check if spec.fabric is not None else None
     for i, d in enumerate(spec.deployments):
         path = f"deployments[{i}].name"

@@ -133,11 +133,15 @@ before anything runs on a node:
   never share one.
 - Ports: a deployment's `port` (every rank's node under `native`), SGLang's `dist_port`
   (`native`), `ray.port`, Ray's client server ({RAY_CLIENT_PORT}) and dashboard ({RAY_DASHBOARD_PORT}, when
-  enabled) on each Ray head, and `fabric.bandwidth_check.port` are unique on each node, differ
-  from the node's SSH port, and are {FIRST_USER_PORT} or above. One Ray head per node.
+  enabled) on each Ray head, `fabric.bandwidth_check.port` and `gateway.port` are unique on each
+  node, differ from the node's SSH port, and are {FIRST_USER_PORT} or above. One Ray head per node.
 - Unit and container names are unique on each node, the generated ones included: `bws-NAME`
   (the engine), `bws-NAME-ray-head` / `bws-NAME-ray-worker` (its Ray cluster),
-  `bws-NAME-bw-RANK` (the bandwidth check).
+  `bws-NAME-bw-RANK` (the bandwidth check), `bws-gateway` (the gateway).
+- The gateway: its node and image exist, the image (runtime docker, placed on its node) pins
+  `litellm[proxy]==VERSION` exactly in its `pip:` (or its base is a LiteLLM image); each model name
+  (deployments' `served_name`, upstreams' `models`) is routed once; a deployment bound to loopback
+  has its head on the gateway's node.
 - `retire` never lists our own `bws-*` units, nor {", ".join(f"`{u}`" for u in PROTECTED_UNITS)} or `systemd-*`
   (any suffix); `keep` never lists `bws-*`; a unit is listed once.
 - vLLM runs with topology `single` or `ray`; SGLang with `single` or `native`.

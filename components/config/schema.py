@@ -452,6 +452,10 @@ class RetireRef(ServiceRef):
         return v
 
 
+# The gateway's keys and rules (components/config/gateway.py) build on the types above.
+from .gateway import GatewaySpec, gateway_problems  # noqa: E402
+
+
 class StackSpec(Strict):
     """The whole stack config: keys under `blackwell-serving:` in stacks/Pulumi.<stack>.yaml."""
 
@@ -463,6 +467,8 @@ class StackSpec(Strict):
     retire: list[RetireRef] = Field(default_factory=list, description="foreign units stopped before serving, restored on destroy")
     keep: list[ServiceRef] = Field(default_factory=list, description="foreign units that must stay up and are never touched")
     ray: RaySpec = Field(RaySpec(), description="the Ray clusters of topology 'ray' deployments")
+    gateway: GatewaySpec | None = Field(None, description="one OpenAI-compatible endpoint (LiteLLM's proxy) routing "
+                                        "to every deployment and to external upstreams; absent: none")
     state_dir: NodePath = Field("/var/lib/blackwell-serving", description="where we keep our records on each node")
     offline: bool = Field(False, description="never open a connection to a node (previews in CI of hardware stacks)")
     rollback: Literal["auto", "off"] = Field(
@@ -485,7 +491,7 @@ class StackSpec(Strict):
         from .plaintext import plaintext_problems
         from .references import reference_problems
 
-        problems = reference_problems(self) + node_fabric_problems(self)
+        problems = reference_problems(self) + node_fabric_problems(self) + gateway_problems(self)
         # Cross-resource checks look names up: they run once the references hold.
         problems += (cross_problems(self) if not problems else []) + plaintext_problems(self)
         if problems:

@@ -87,15 +87,27 @@ def require_lab(*nodes: lab.Node) -> None:
         pytest.skip(message)
 
 
+def lab_config_one_engine() -> dict:
+    """The lab stack's config with its first deployment only: no second model, no gateway and no
+    gateway image (the tests of one engine's life, rollback and preflight, start from it)."""
+    c = yaml.safe_load(LAB_CONFIG.read_text())["config"]
+    c["blackwell-serving:deployments"] = c["blackwell-serving:deployments"][:1]
+    c.pop("blackwell-serving:gateway", None)
+    used = {d["image"] for d in c["blackwell-serving:deployments"]}
+    c["blackwell-serving:images"] = [i for i in c["blackwell-serving:images"] if i["name"] in used]
+    return c
+
+
 class Stack:
-    """The lab stack's config under another name, in a project copy with its own backend."""
+    """The lab stack's config (its first deployment, lab_config_one_engine) under another name, in
+    a project copy with its own backend."""
 
     def __init__(self, tmp_path: Path, name: str, change) -> None:
         from tests.engine.conftest import copy_project
         self.project = copy_project(tmp_path)
         self.name = name
         self.env = {**lab.pulumi_env(), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'backend'}"}
-        self.config = yaml.safe_load(LAB_CONFIG.read_text())["config"]
+        self.config = lab_config_one_engine()
         self.change(change)
         init = self.run("stack", "init", name)
         assert init.returncode == 0, init.stderr

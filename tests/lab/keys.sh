@@ -4,6 +4,7 @@
 #   fabric_id_ed25519   the "fabric peer" key every node's root holds (node -> node)
 #   known_hosts         every lab node's committed host key, by name, mgmt and fabric ip
 #   ssh_config          Host bws-lab-<i> entries using the above
+#   api-key, gateway-key  the lab stack's API keys (its deployments', its gateway's)
 . "$(dirname "$0")/lib.sh"
 
 mkdir -p "$STATE"
@@ -14,6 +15,13 @@ for key in id_ed25519 fabric_id_ed25519; do
     ssh-keygen -q -t ed25519 -N '' -C "bws-lab ${key%%_*} key" -f "$STATE/$key"
   fi
   chmod 0600 "$STATE/$key"
+done
+# The lab stack's API keys (the deployments' and the gateway's): random, root-only, made once.
+for key in api-key gateway-key; do
+  if [[ ! -s $STATE/$key ]]; then
+    log "keys: generating $LAB_STATE_DIR/$key"
+    (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' >"$STATE/$key")
+  fi
 done
 
 {

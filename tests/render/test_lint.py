@@ -108,8 +108,12 @@ def test_systemd_analyze_flags_a_missing_program_and_unknown_keys(tmp_path):
 # Every value a script template interpolates is shell-quoted (`| q`), except the ones below,
 # which are not shell words: quoted here-document bodies, a comment, Python-made integers, a
 # fixed variable name, and the rsync -e command string (its key path is a NodePath: [A-Za-z0-9._/-]).
-NOT_SHELL_WORDS = {"dockerfile", "unit_text", "script_text", "interval_s | int", "failures | int", "grace_s | int", "request_json", "engine_digest", "key_var", "peer_key",
-                   "expected | int", "timeout_s | int", "expected | string | q"}
+NOT_SHELL_WORDS = {"dockerfile", "unit_text", "request_json", "engine_digest", "key_var", "peer_key",
+                   "expected | int", "timeout_s | int", "expected | string | q",
+                   # the watchdog: its script is a quoted here-document, its figures Python integers
+                   "script_text", "interval_s | int", "failures | int", "grace_s | int",
+                   # the gateway's scripts: its config and request bodies are quoted here-documents
+                   "config_text", "r.body", "gateway_digest", "requests | length | int"}
 
 
 def test_script_templates_quote_every_interpolated_value():

@@ -113,7 +113,7 @@ def test_two_measurements_never_share_the_link():
         "images": [i.model_copy(update={"nodes": placed}) for i in s.spec.images],
         "models": [m.model_copy(update={"nodes": placed}) for m in s.spec.models],
         "deployments": [*s.spec.deployments, s.spec.deployments[0].model_copy(
-            update={"name": "tiny2", "port": 8001, "nodes": ["lab-4", "lab-3"]})]})
+            update={"name": "tiny2", "port": 8001, "nodes": ["lab-4", "lab-3"], "served_name": "tiny2"})]})
     assert "tiny-bandwidth-check" in dep_names(snapshot("lab", spec).by_name("tiny2-bandwidth-check"))
 
 

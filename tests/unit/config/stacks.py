@@ -24,7 +24,7 @@ from components.config.load import PROJECT
 from components.config.stackfile import parse_yaml
 
 REPO = Path(__file__).resolve().parents[3]
-SHIPPED = ("lab", "spark-duo", "spark-duo-sglang", "rtxpro-quad")
+SHIPPED = ("lab", "lab-gateway", "spark-duo", "spark-duo-sglang", "rtxpro-quad", "rtxpro-quad-docker")
 P = f"{PROJECT}:"
 
 # A problem line: two spaces, the key path, ": ", what is wrong, and the fix.
@@ -34,6 +34,17 @@ PROBLEM_LINE = re.compile(r"^  (?P<key>\S.*?): (?P<what>.*fix: .+)$")
 def shipped_doc(stack: str) -> dict:
     """The parsed document of a shipped stack file (a fresh copy each time)."""
     return copy.deepcopy(_shipped(stack))
+
+
+def lab_one_engine_doc() -> dict:
+    """The shipped lab with its first deployment only and no gateway: the base the checks across
+    deployments add their own deployments to (the lab's second model, tiny-b, and the gateway
+    routing both would make each added one a clash of its own)."""
+    doc = shipped_doc("lab")
+    c = doc["config"]
+    c[P + "deployments"] = c[P + "deployments"][:1]
+    c.pop(P + "gateway", None)
+    return doc
 
 
 _CACHE: dict[str, Any] = {}

@@ -13,12 +13,13 @@ import pytest
 
 from components.config import load_stack_file
 from components.preflight.stack_fit import PreflightError, check_stack_fit, shared_node_problems, stack_fit
-from tests.unit.config.stacks import P, both_paths_error, file_error, load_engine_path, shipped_doc, write_doc
+from tests.unit.config.stacks import (P, both_paths_error, file_error, lab_one_engine_doc, load_engine_path,
+                                      shipped_doc, write_doc)
 
 
 def lab_with_three_nodes() -> dict:
-    """The lab stack with a third node, lab-3, that has the image and the model."""
-    doc = shipped_doc("lab")
+    """The lab stack (its first deployment) with a third node, lab-3, that has the image and the model."""
+    doc = lab_one_engine_doc()
     c = doc["config"]
     third = copy.deepcopy(c[P + "nodes"][1])
     third.update(name="lab-3", host="198.18.0.13", fabric_address="198.19.0.13")

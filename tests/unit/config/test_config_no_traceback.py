@@ -74,8 +74,10 @@ def test_a_very_long_string_anywhere_is_refused(tmp_path):
 
 
 def test_a_file_that_is_not_utf8(tmp_path):
-    text = (REPO / "stacks" / "Pulumi.lab.yaml").read_bytes().replace(b"tiny-llama", b"tiny-\xff\xfellama")
-    raw_file_error(tmp_path, text, "line 49", "not UTF-8", "save the file as UTF-8")
+    raw = (REPO / "stacks" / "Pulumi.lab.yaml").read_bytes()
+    text = raw.replace(b"tiny-llama", b"tiny-\xff\xfellama")
+    line = raw[:raw.index(b"tiny-llama")].count(b"\n") + 1
+    raw_file_error(tmp_path, text, f"line {line}", "not UTF-8", "save the file as UTF-8")
 
 
 def test_a_document_that_is_a_list(tmp_path):

@@ -1,0 +1,85 @@
+#!/usr/bin/env bash
+# Preflight, before any unit is stopped: the all-reduce bandwidth of the fabric between the nodes
+# of a deployment, in its engine image (allreduce_bandwidth.py, sent on stdin). Rank 0 runs here,
+# every other rank on its node through `peer`; each container is bounded by `timeout` and removed
+# on the way out, whatever happens. Prints bus-gbps=<Gbit/s>, the stack output.
+# Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'preflight bandwidth tiny' "$*" >&2; }
+nodes='lab-1 and lab-2'
+container=bws-tiny-bw-0
+# stdin can be read once: every rank, here and on the peers, reads the script from this copy.
+script=$(mktemp)
+out=$(mktemp)
+ranks=()
+# A peer's subshell removes its container when it is stopped (its own trap, below).
+stop_all() {
+  docker rm -f "$container" >/dev/null 2>&1 || true
+  kill "${ranks[@]}" 2>/dev/null || true
+  wait || true
+  rm -f "$script" "$out"
+}
+trap stop_all EXIT
+cat > "$script"
+docker rm -f "$container" >/dev/null 2>&1 || true
+# Rank 1 on lab-2, in a subshell of its own: its `peer`, its trap.
+(
+  peer_known_hosts=$(mktemp)
+  trap 'rm -f "$peer_known_hosts"' EXIT
+  printf '%s %s\n' 198.19.0.12 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIPRTDOYX0EbHaFlesNRb4u2zayIVA/2Yw/GedRwZ+NTm' > "$peer_known_hosts"
+  peer_ssh=(ssh -F /dev/null -i /root/.ssh/id_ed25519 -o IdentitiesOnly=yes -o BatchMode=yes
+            -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$peer_known_hosts"
+            -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 -o ServerAliveInterval=15
+            -o ServerAliveCountMax=4 -o Compression=no -o LogLevel=ERROR)
+  peer() { "${peer_ssh[@]}" root@198.19.0.12 "$@"; }
+  remove() { peer timeout 60 docker rm -f bws-tiny-bw-1 >/dev/null 2>&1 || true; }
+  # Stopped: the container goes, then the ssh that ran it (it holds this script's output open).
+  # A container that only starts after this (rank 0 failed at once) ends by its own timeout,
+  # and the next run removes it first.
+  rank_ssh=""
+  trap 'remove; [ -z "$rank_ssh" ] || kill "$rank_ssh" 2>/dev/null || true; rm -f "$peer_known_hosts"' EXIT
+  trap 'exit 143' TERM
+  remove
+  # In the background, so that a TERM is handled at once rather than when ssh returns.
+  peer timeout -k 10 305 \
+      env NCCL_SOCKET_IFNAME=eth1 GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=eth1 UCX_NET_DEVICES=eth1 NCCL_IB_GID_INDEX=3 NCCL_IB_DISABLE=1 VLLM_HOST_IP=198.19.0.12 SGLANG_HOST_IP=198.19.0.12 RAY_NODE_IP_ADDRESS=198.19.0.12 VLLM_CPU_KVCACHE_SPACE=1 MASTER_ADDR=198.19.0.11 MASTER_PORT=29555 WORLD_SIZE=2 RANK=1 \
+      docker run -i --rm --name bws-tiny-bw-1 --network host --init --shm-size 2g -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_DISABLE -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e VLLM_CPU_KVCACHE_SPACE -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+      --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - gloo 64 3 305 < "$script" >&2 &
+  rank_ssh=$!
+  wait "$rank_ssh"
+) &
+ranks+=("$!")
+log "all-reduce between $nodes:" 64 "MiB," 3 "times, over" gloo
+rc=0
+timeout -k 10 305 \
+  env NCCL_SOCKET_IFNAME=eth1 GLOO_SOCKET_IFNAME=eth1 TP_SOCKET_IFNAME=eth1 UCX_NET_DEVICES=eth1 NCCL_IB_GID_INDEX=3 NCCL_IB_DISABLE=1 VLLM_HOST_IP=198.19.0.11 SGLANG_HOST_IP=198.19.0.11 RAY_NODE_IP_ADDRESS=198.19.0.11 VLLM_CPU_KVCACHE_SPACE=1 MASTER_ADDR=198.19.0.11 MASTER_PORT=29555 WORLD_SIZE=2 RANK=0 \
+  docker run -i --rm --name bws-tiny-bw-0 --network host --init --shm-size 2g -e NCCL_SOCKET_IFNAME -e GLOO_SOCKET_IFNAME -e TP_SOCKET_IFNAME -e UCX_NET_DEVICES -e NCCL_IB_GID_INDEX -e NCCL_IB_DISABLE -e VLLM_HOST_IP -e SGLANG_HOST_IP -e RAY_NODE_IP_ADDRESS -e VLLM_CPU_KVCACHE_SPACE -e MASTER_ADDR -e MASTER_PORT -e WORLD_SIZE -e RANK \
+  --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - gloo 64 3 305 < "$script" > "$out" || rc=$?
+if [ "$rc" -ne 0 ]; then
+  stage=$(sed -n 's/^stage=//p' "$out" | tail -n 1)
+  if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+    # Stopped by its time bound: a hang, most often NCCL's set-up on the wrong interface or device.
+    log "the" gloo "all-reduce between $nodes did not finish in" 305 "s" \
+        "(fabric.bandwidth_check.timeout_s; it hung in: ${stage:-start-up, before the rendezvous});" \
+        'fix: check on each node (lab-1: GLOO_SOCKET_IFNAME=eth1; lab-2: GLOO_SOCKET_IFNAME=eth1) that GLOO_SOCKET_IFNAME (fabric.netdev) is up with the node'"'"'s fabric_address and that the nodes reach each other on it; a node whose netdev differs sets its own in nodes[].fabric.netdev'"; nothing was stopped"
+    exit 1
+  fi
+  log "the all-reduce between $nodes failed (exit $rc, above; at: ${stage:-start-up}); check that the nodes" \
+      "reach each other on the fabric and that port" 29555 "is free on" lab-1"; nothing was stopped"
+  exit 1
+fi
+for rank in "${ranks[@]}"; do
+  wait "$rank" || rc=$?
+done
+ranks=()
+if [ "$rc" -ne 0 ]; then
+  log "a rank on a peer failed (exit $rc, above); nothing was stopped"
+  exit 1
+fi
+gbps=$(sed -n 's/^bus-gbps=//p' "$out" | tail -n 1)
+if [ -z "$gbps" ]; then
+  log "rank 0 reported no bus bandwidth (above); nothing was stopped"
+  exit 1
+fi
+log "bus bandwidth $gbps Gbit/s between $nodes"
+echo "bus-gbps=$gbps"

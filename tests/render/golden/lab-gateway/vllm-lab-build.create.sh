@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Build the derived engine image on its build node (or only pull the base when nothing is
+# added). The tag is the content address of the Dockerfile, and the image records the ID of the
+# base it was built on: an existing tag over the same base means the work is done; a base that
+# moved (a mutable tag re-pushed) means a rebuild. The image is built under a staging tag and
+# tagged for real only once built: nothing half-built carries the real tag.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/vllm-lab:2b5ceeb6797a' "$*" >&2; }
+progress_log=/var/log/blackwell-serving/image-blackwell-serving-vllm-lab-2b5ceeb6797a.log
+progress() {
+  mkdir -p "$(dirname "$progress_log")"
+  if [ -z "${progress_told:-}" ]; then
+    progress_told=1
+    log "full output in $progress_log"
+  fi
+  tee -a "$progress_log" | awk -v shown=-1 -v RS='[\r\n]+' '
+    /^\[blackwell / { print; fflush(); next }
+    match($0, /[0-9]+(\.[0-9]+)?%/) {
+      p = substr($0, RSTART, RLENGTH - 1) + 0
+      if (p <= 100 && int(p / 10) > shown) { shown = int(p / 10); print; fflush() }
+      next
+    }
+    /^(Loaded image|#[0-9]+ \[|Step [0-9]+\/[0-9]+|Successfully (built|tagged))/ { print; fflush() }
+  ' >&2
+}
+log "pulling base image"
+if ! docker pull 198.18.0.1:5000/lab/vllm-cpu:0.32.0 2>&1 | progress; then
+  docker image inspect 198.18.0.1:5000/lab/vllm-cpu:0.32.0 >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+  log "registry unreachable; using the base image already here"
+fi
+base_id=$(docker image inspect --format '{{.Id}}' 198.18.0.1:5000/lab/vllm-cpu:0.32.0)
+if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null) \
+   && [ "$built_on" = "$base_id" ]; then
+  log "already built on this base"
+  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a)"
+  exit 0
+fi
+ctx=$(mktemp -d)
+trap 'rm -rf "$ctx"' EXIT
+cat > "$ctx/Dockerfile" <<'BWS_DOCKERFILE_EOF'
+# Derived engine image: the base engine plus a transformers upgrade layer and pinned pip packages.
+# Rendered by blackwell-serving; its content address is the image tag.
+FROM 198.18.0.1:5000/lab/vllm-cpu:0.32.0
+# CA bundle of the build network's TLS proxy, for pip only.
+COPY pip-ca.crt /etc/blackwell-pip-ca.crt
+ENV PIP_CERT=/etc/blackwell-pip-ca.crt
+RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5' \
+ && python3 -c "import transformers; print('transformers', transformers.__version__)"
+LABEL org.blackwell-serving.base=198.18.0.1:5000/lab/vllm-cpu:0.32.0
+BWS_DOCKERFILE_EOF
+cp /etc/ssl/certs/ca-certificates.crt "$ctx/pip-ca.crt"
+log "building on base $base_id"
+previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null || true)
+docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
+  -t blackwell-serving/vllm-lab:2b5ceeb6797a-staging "$ctx" 2>&1 | progress
+docker tag blackwell-serving/vllm-lab:2b5ceeb6797a-staging blackwell-serving/vllm-lab:2b5ceeb6797a
+docker rmi blackwell-serving/vllm-lab:2b5ceeb6797a-staging >/dev/null
+# The image this tag named before (an older base): gone unless something still uses it.
+[ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
+echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a)"

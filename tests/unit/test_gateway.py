@@ -1,0 +1,185 @@
+"""The gateway (components/gateway.py, components/config/gateway.py): the LiteLLM config routes
+every deployment and every upstream; the keys reach it only on the step's stdin (never the unit,
+argv or the config); its step is its own, so a change of routes re-runs the gateway's steps
+alone; and the config's rules name the key and the fix."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+import yaml
+
+from components.config.gateway import LITELLM_VERSION
+from components.gateway import (CONFIG_FILE, ENV_FILE, MASTER_KEY_VAR, gateway_argv, key_var, litellm_config,
+                                routes)
+from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, load_engine_path, shipped_doc
+from tests.unit.mocked import SENTINEL, script_of, snapshot, stdin_data
+from tests.unit.test_graph import closure, dep_names, snap
+
+
+def lab_with_upstream(**upstream) -> dict:
+    doc = shipped_doc("lab-gateway")
+    doc["config"][P + "gateway"]["upstreams"] = [{
+        "name": "embeddings", "url": "http://198.19.0.12:8001/v1", "models": ["bge-small", "bge-large"],
+        "mode": "embedding", "api_key": {"env": "BWS_TEST_UPSTREAM_KEY"}, **upstream}]
+    return doc
+
+
+# --------------------------------------------------------------------------------------------
+# The rendered LiteLLM config
+
+
+def test_config_routes_every_deployment_to_its_head_with_its_own_key():
+    spec = snap("lab-gateway").spec
+    config = yaml.safe_load(litellm_config(spec))
+    by_name = {m["model_name"]: m for m in config["model_list"]}
+    assert list(by_name) == [d.served_name for d in spec.deployments] == ["tiny-llama", "tiny-llama-b"]
+    # tiny's head is the gateway's node: loopback; tiny-b's head is lab-2: its fabric address.
+    assert by_name["tiny-llama"]["litellm_params"] == {
+        "model": "openai/tiny-llama", "api_base": "http://127.0.0.1:8000/v1",
+        "api_key": "os.environ/BWS_DEPLOYMENT_KEY_TINY", "timeout": 600, "stream_timeout": 600}
+    assert by_name["tiny-llama-b"]["litellm_params"]["api_base"] == "http://198.19.0.12:8002/v1"
+    assert by_name["tiny-llama-b"]["litellm_params"]["api_key"] == "os.environ/BWS_DEPLOYMENT_KEY_TINY_B"
+    assert config["general_settings"] == {"master_key": f"os.environ/{MASTER_KEY_VAR}"}
+
+
+def test_config_routes_every_upstream_model_and_a_keyless_deployment(monkeypatch):
+    doc = lab_with_upstream()
+    del doc["config"][P + "deployments"][1]["api_key"]
+    spec = load_engine_path(doc["config"])
+    config = yaml.safe_load(litellm_config(spec))
+    assert [m["model_name"] for m in config["model_list"]] == ["tiny-llama", "tiny-llama-b", "bge-small", "bge-large"]
+    up = config["model_list"][2]
+    assert up["litellm_params"]["api_base"] == "http://198.19.0.12:8001/v1"
+    assert up["litellm_params"]["api_key"] == "os.environ/BWS_UPSTREAM_KEY_EMBEDDINGS"
+    assert up["model_info"] == {"mode": "embedding"}
+    # A deployment without a key: a placeholder (the OpenAI client wants one), not a secret.
+    assert config["model_list"][1]["litellm_params"]["api_key"] == "none"
+    assert [(r.model, r.mode) for r in routes(spec)][2:] == [("bge-small", "embedding"), ("bge-large", "embedding")]
+
+
+def test_a_deployment_bound_to_an_address_is_reached_there():
+    doc = shipped_doc("lab-gateway")
+    doc["config"][P + "deployments"][1]["bind"] = "198.19.0.12"  # the fabric only
+    doc["config"][P + "deployments"][0]["bind"] = "127.0.0.1"    # loopback, on the gateway's node
+    spec = load_engine_path(doc["config"])
+    assert [r.api_base for r in routes(spec)] == ["http://127.0.0.1:8000/v1", "http://198.19.0.12:8002/v1"]
+
+
+# --------------------------------------------------------------------------------------------
+# The steps: keys, unit, dependencies
+
+
+def test_keys_travel_on_stdin_only(monkeypatch):
+    s = snap("lab-gateway")
+    install = s.by_name("gateway-install")
+    data = stdin_data(install)
+    assert data == f"BWS_DEPLOYMENT_KEY_TINY={SENTINEL}\nBWS_DEPLOYMENT_KEY_TINY_B={SENTINEL}\n" \
+                   f"{MASTER_KEY_VAR}={SENTINEL}\n"
+    script = script_of(install)
+    assert SENTINEL not in script and SENTINEL not in str(install.inputs["create"])
+    assert SENTINEL not in " ".join(gateway_argv(s.spec))
+    # The unit mounts the config and the env file read-only; no -e NAME=value, no key.
+    unit = script.split("<<'BWS_UNIT_EOF'\n", 1)[1]
+    assert f'"{CONFIG_FILE}:/etc/litellm/config.yaml:ro"' in unit
+    assert f'"{ENV_FILE}:/run/secrets/blackwell-serving.env:ro"' in unit
+    assert "KEY=" not in unit and SENTINEL not in unit
+    # The env file and the config are written root-only.
+    assert "umask 077" in script and 'chmod 0600 "$config_path.tmp"' in script
+    for r in s.steps():
+        assert SENTINEL not in (script_of(r) or ""), r.name
+
+
+def test_an_upstream_key_joins_the_env_file(monkeypatch):
+    monkeypatch.setenv("BWS_TEST_UPSTREAM_KEY", "x")
+    spec = load_engine_path(lab_with_upstream()["config"])
+    s = snapshot("lab-gateway", spec)
+    assert f"BWS_UPSTREAM_KEY_EMBEDDINGS={SENTINEL}\n" in stdin_data(s.by_name("gateway-install"))
+    health = script_of(s.by_name("gateway-health"))
+    assert '"/v1/embeddings"' not in health and "/v1/embeddings" in health and '"input": "Say hello."' in health
+
+
+def test_gateway_waits_for_its_image_and_the_checks_and_its_gate_for_every_engine():
+    s = snap("lab-gateway")
+    deps = dep_names(s.by_name("gateway-install"))
+    assert "gateway-lab-build" in deps
+    assert {"tiny-preflight-engine", "tiny-b-preflight-engine", "lab-1-glm-retire"} <= deps
+    assert {"tiny-health", "tiny-b-health", "gateway-install"} <= dep_names(s.by_name("gateway-health"))
+    # The engines never wait for the gateway: changing it cannot restart them.
+    for unit in s.units:
+        assert not any(n.startswith("gateway") for n in closure(s, f"{unit._name}-install")), unit.unit_name
+
+
+def test_a_change_of_routes_changes_the_gateways_steps_alone():
+    before = snap("lab-gateway")
+    doc = shipped_doc("lab-gateway")
+    doc["config"][P + "gateway"]["request_timeout_s"] = 900
+    after = snapshot("lab-gateway", load_engine_path(doc["config"]))
+    changed = sorted(r.name for r in after.steps()
+                     if str(r.inputs.get("create")) != str(before.by_name(r.name).inputs.get("create"))
+                     or str(r.inputs.get("stdin")) != str(before.by_name(r.name).inputs.get("stdin")))
+    assert changed == ["gateway-health", "gateway-install"]
+
+
+def test_no_gateway_no_gateway_steps():
+    s = snapshot("lab-gateway", load_engine_path(lab_one_engine_doc()["config"]))
+    assert s.serving.gateway is None
+    assert not [r for r in s.steps() if r.name.startswith("gateway-install")]
+
+
+# --------------------------------------------------------------------------------------------
+# Config rules: key and fix
+
+
+def gw(doc: dict) -> dict:
+    return doc["config"][P + "gateway"]
+
+
+@pytest.mark.parametrize("change, key, words", [
+    (lambda d: gw(d).update(node="lab-9"), "gateway.node", ["unknown node 'lab-9'", "fix:"]),
+    (lambda d: gw(d).update(image="nope"), "gateway.image", ["unknown image 'nope'", "fix:"]),
+    (lambda d: gw(d).update(image="vllm-lab"), "gateway.image", ["does not install LiteLLM",
+                                                                 f"litellm[proxy]=={LITELLM_VERSION}"]),
+    (lambda d: d["config"][P + "images"][1].update(pip=["litellm[proxy]>=1.80"]), "images[1].pip",
+     ["does not pin LiteLLM exactly", "fix:"]),
+    (lambda d: d["config"][P + "images"][1].update(nodes=["lab-2"], build_node="lab-2"), "gateway.image",
+     ["not placed on 'lab-1'", "images[1].nodes"]),
+    (lambda d: gw(d).update(port=8000), "gateway.port", ["API port of deployment 'tiny'", "fix:"]),
+    (lambda d: gw(d).update(port=22), "gateway.port", ["system port", "fix:"]),
+    (lambda d: d["config"][P + "deployments"][1].update(served_name="tiny-llama"), "deployments[1].served_name",
+     ["also served by deployment 'tiny'", "fix:"]),
+    (lambda d: d["config"][P + "deployments"][1].update(bind="127.0.0.1"), "deployments[1].bind",
+     ["only on its head 'lab-2'", "fix:"]),
+    (lambda d: gw(d).pop("api_key"), "gateway.api_key", []),
+])
+def test_gateway_config_errors_name_the_key_and_the_fix(tmp_path, change, key, words):
+    doc = shipped_doc("lab-gateway")
+    change(doc)
+    both_paths_error(tmp_path, doc, P + key, *words)
+
+
+def test_a_deployment_named_gateway_clashes_with_the_gateways_unit(tmp_path):
+    doc = shipped_doc("lab-gateway")
+    doc["config"][P + "deployments"][1]["name"] = "gateway"
+    doc["config"][P + "deployments"][1]["nodes"] = ["lab-2"]
+    gw(doc)["node"] = "lab-2"
+    doc["config"][P + "images"][1]["nodes"] = ["lab-2"]
+    doc["config"][P + "images"][1]["build_node"] = "lab-2"
+    both_paths_error(tmp_path, doc, P + "deployments[1].name", "bws-gateway", "the gateway's")
+
+
+def test_upstream_rules(tmp_path, monkeypatch):
+    monkeypatch.setenv("BWS_TEST_UPSTREAM_KEY", "x")
+    doc = lab_with_upstream(models=["tiny-llama-b"])
+    both_paths_error(tmp_path, doc, P + "gateway.upstreams[0].models[0]", "also served by deployment 'tiny-b'")
+    doc = lab_with_upstream()
+    gw(doc)["upstreams"].append(copy.deepcopy(gw(doc)["upstreams"][0]) | {"models": ["other"]})
+    both_paths_error(tmp_path, doc, P + "gateway.upstreams[1].name", "used twice", "fix:")
+    doc = lab_with_upstream(url="http://host:8001/v1; rm -rf /")
+    both_paths_error(tmp_path, doc, P + "gateway.upstreams[0].url")
+
+
+def test_key_var_names_cannot_collide_between_a_deployment_and_an_upstream():
+    assert key_var("deployment", "emb") != key_var("upstream", "emb")
+    assert key_var("deployment", "tiny-b") == "BWS_DEPLOYMENT_KEY_TINY_B"
