@@ -29,5 +29,5 @@ pulumi up --stack lab --non-interactive --yes --skip-preview
 echo "== endpoint and a sample completion"
 pulumi stack output --stack lab endpoints
 pulumi stack output --stack lab tiny_sample_completion
-echo "== one endpoint for every model (the gateway)"
-pulumi stack output --stack lab gateway
+echo "== the benchmark after the health gate"
+pulumi stack output --stack lab benchmark
