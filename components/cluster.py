@@ -16,10 +16,7 @@ from .observe import RayMembers
 from .remote import run
 from .render import render
 from .steps import StepInfo
-from .unit import SystemdUnit, container_unit_text
-
-# Unified memory: the page cache of the weights competes with the ranks' memory (deployment.py).
-DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
+from .unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text
 
 
 # bash: until HOST:PORT accepts a TCP connection, for at most SECONDS.

@@ -12,7 +12,7 @@ import pulumi
 from . import types
 from .benchmark import benchmark_step, figures as benchmark_figures
 from .cluster import RayCluster
-from .config.schema import DeploymentSpec, DockerRun, FabricSpec
+from .config.schema import DeploymentSpec, FabricSpec
 from .containers import docker_args
 from .engines import API_KEY_VAR, engine_argv
 from .fabric import fabric_environment
@@ -21,11 +21,10 @@ from .observe import EndpointAnswers
 from .remote import run
 from .render import digest, render
 from .steps import StepInfo
-from .unit import SystemdUnit, container_unit_text, env_file_text
+from .unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text, env_file_text
 from .venv import VenvEngine, venv_unit_text
 from .watchdog import Watchdog
 
-DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
 SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
 # The engine's command, run with the NAME=value lines of the secrets file in its environment
 # (each line exported as it is: no shell evaluation of a value).

@@ -15,6 +15,9 @@ from .render import digest, render
 from .steps import StepInfo
 
 UNIT_DELIMITER = "BWS_UNIT_EOF"
+# ExecStartPre of the units that load weights (the engine, its Ray nodes): on unified memory the
+# page cache of the weights competes with the ranks' memory.
+DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
 
 
 class SystemdUnit(pulumi.ComponentResource):
