@@ -31,3 +31,5 @@ pulumi stack output --stack lab endpoints
 pulumi stack output --stack lab tiny_sample_completion
 echo "== the benchmark after the health gate"
 pulumi stack output --stack lab benchmark
+echo "== one endpoint for both models (the gateway)"
+pulumi stack output --stack lab gateway

@@ -19,7 +19,7 @@ from tests.unit.test_graph import closure, dep_names, snap
 
 
 def lab_with_upstream(**upstream) -> dict:
-    doc = shipped_doc("lab-gateway")
+    doc = shipped_doc("lab")
     doc["config"][P + "gateway"]["upstreams"] = [{
         "name": "embeddings", "url": "http://198.19.0.12:8001/v1", "models": ["bge-small", "bge-large"],
         "mode": "embedding", "api_key": {"env": "BWS_TEST_UPSTREAM_KEY"}, **upstream}]
@@ -31,7 +31,7 @@ def lab_with_upstream(**upstream) -> dict:
 
 
 def test_config_routes_every_deployment_to_its_head_with_its_own_key():
-    spec = snap("lab-gateway").spec
+    spec = snap("lab").spec
     config = yaml.safe_load(litellm_config(spec))
     by_name = {m["model_name"]: m for m in config["model_list"]}
     assert list(by_name) == [d.served_name for d in spec.deployments] == ["tiny-llama", "tiny-llama-b"]
@@ -60,7 +60,7 @@ def test_config_routes_every_upstream_model_and_a_keyless_deployment(monkeypatch
 
 
 def test_a_deployment_bound_to_an_address_is_reached_there():
-    doc = shipped_doc("lab-gateway")
+    doc = shipped_doc("lab")
     doc["config"][P + "deployments"][1]["bind"] = "198.19.0.12"  # the fabric only
     doc["config"][P + "deployments"][0]["bind"] = "127.0.0.1"    # loopback, on the gateway's node
     spec = load_engine_path(doc["config"])
@@ -72,7 +72,7 @@ def test_a_deployment_bound_to_an_address_is_reached_there():
 
 
 def test_keys_travel_on_stdin_only(monkeypatch):
-    s = snap("lab-gateway")
+    s = snap("lab")
     install = s.by_name("gateway-install")
     data = stdin_data(install)
     assert data == f"BWS_DEPLOYMENT_KEY_TINY={SENTINEL}\nBWS_DEPLOYMENT_KEY_TINY_B={SENTINEL}\n" \
@@ -94,14 +94,14 @@ def test_keys_travel_on_stdin_only(monkeypatch):
 def test_an_upstream_key_joins_the_env_file(monkeypatch):
     monkeypatch.setenv("BWS_TEST_UPSTREAM_KEY", "x")
     spec = load_engine_path(lab_with_upstream()["config"])
-    s = snapshot("lab-gateway", spec)
+    s = snapshot("lab", spec)
     assert f"BWS_UPSTREAM_KEY_EMBEDDINGS={SENTINEL}\n" in stdin_data(s.by_name("gateway-install"))
     health = script_of(s.by_name("gateway-health"))
     assert '"/v1/embeddings"' not in health and "/v1/embeddings" in health and '"input": "Say hello."' in health
 
 
 def test_gateway_waits_for_its_image_and_the_checks_and_its_gate_for_every_engine():
-    s = snap("lab-gateway")
+    s = snap("lab")
     deps = dep_names(s.by_name("gateway-install"))
     assert "gateway-lab-build" in deps
     assert {"tiny-preflight-engine", "tiny-b-preflight-engine", "lab-1-glm-retire"} <= deps
@@ -112,10 +112,10 @@ def test_gateway_waits_for_its_image_and_the_checks_and_its_gate_for_every_engin
 
 
 def test_a_change_of_routes_changes_the_gateways_steps_alone():
-    before = snap("lab-gateway")
-    doc = shipped_doc("lab-gateway")
+    before = snap("lab")
+    doc = shipped_doc("lab")
     doc["config"][P + "gateway"]["request_timeout_s"] = 900
-    after = snapshot("lab-gateway", load_engine_path(doc["config"]))
+    after = snapshot("lab", load_engine_path(doc["config"]))
     changed = sorted(r.name for r in after.steps()
                      if str(r.inputs.get("create")) != str(before.by_name(r.name).inputs.get("create"))
                      or str(r.inputs.get("stdin")) != str(before.by_name(r.name).inputs.get("stdin")))
@@ -123,7 +123,7 @@ def test_a_change_of_routes_changes_the_gateways_steps_alone():
 
 
 def test_no_gateway_no_gateway_steps():
-    s = snapshot("lab-gateway", load_engine_path(lab_one_engine_doc()["config"]))
+    s = snapshot("lab", load_engine_path(lab_one_engine_doc()["config"]))
     assert s.serving.gateway is None
     assert not [r for r in s.steps() if r.name.startswith("gateway-install")]
 
@@ -154,13 +154,13 @@ def gw(doc: dict) -> dict:
     (lambda d: gw(d).pop("api_key"), "gateway.api_key", []),
 ])
 def test_gateway_config_errors_name_the_key_and_the_fix(tmp_path, change, key, words):
-    doc = shipped_doc("lab-gateway")
+    doc = shipped_doc("lab")
     change(doc)
     both_paths_error(tmp_path, doc, P + key, *words)
 
 
 def test_a_deployment_named_gateway_clashes_with_the_gateways_unit(tmp_path):
-    doc = shipped_doc("lab-gateway")
+    doc = shipped_doc("lab")
     doc["config"][P + "deployments"][1]["name"] = "gateway"
     doc["config"][P + "deployments"][1]["nodes"] = ["lab-2"]
     gw(doc)["node"] = "lab-2"

@@ -15,7 +15,11 @@ def test_one_labelled_target_per_deployment_on_its_head():
     spec = snap("lab").spec
     assert file_sd("lab", spec) == [{"targets": [f"{spec.nodes[0].host}:8000"],
                                      "labels": {"stack": "lab", "deployment": "tiny", "engine": "vllm",
-                                                "node": "lab-1", "served_name": "tiny-llama"}}]
+                                                "node": "lab-1", "served_name": "tiny-llama"}},
+                                    # the lab's second model, behind the gateway with the first
+                                    {"targets": [f"{spec.nodes[1].host}:8002"],
+                                     "labels": {"stack": "lab", "deployment": "tiny-b", "engine": "vllm",
+                                                "node": "lab-2", "served_name": "tiny-llama-b"}}]
 
 
 def test_every_shipped_stack_names_its_engines():

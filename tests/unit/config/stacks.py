@@ -24,7 +24,7 @@ from components.config.load import PROJECT
 from components.config.stackfile import parse_yaml
 
 REPO = Path(__file__).resolve().parents[3]
-SHIPPED = ("lab", "lab-gateway", "spark-duo", "spark-duo-sglang", "rtxpro-quad", "rtxpro-quad-docker")
+SHIPPED = ("lab", "spark-duo", "spark-duo-sglang", "rtxpro-quad", "rtxpro-quad-docker")
 P = f"{PROJECT}:"
 
 # A problem line: two spaces, the key path, ": ", what is wrong, and the fix.

@@ -92,7 +92,10 @@ def test_probe_script_asks_loopback_with_the_key_from_its_file():
     # Read-only: nothing that changes the node.
     for word in ("systemctl start", "systemctl stop", "docker run", "rm -rf", "> /etc"):
         assert word not in script
-    assert "health\\t" not in probe_script(spec, "lab-2") and "tiny" not in probe_script(spec, "lab-2")
+    # lab-2 runs the lab's second model (tiny-b) alone: its probe asks that one, not tiny.
+    other = probe_script(spec, "lab-2")
+    assert "http://127.0.0.1:8002/health" in other and "/etc/blackwell-serving/tiny-b.env" in other
+    assert "8000" not in other and "tiny.env" not in other
 
 
 def test_probe_script_runs_and_parses_locally(tmp_path):

@@ -45,13 +45,16 @@ ray() {
           | awk '/^Active:/{a=1; next} /^(Pending|Recent|Resources|Total|Usage)/{a=0} a && /node_/{n++} END{print n+0}')
   printf 'ray\t%s\t%s\n' "$1" "${alive:-0}"
 }
+unit bws-gateway.service
 unit bws-tiny-ray-head.service
 unit bws-tiny-watchdog.timer
 unit bws-tiny.service
 unit glm.service
+image blackwell-serving/gateway-lab:0114de50785a
 image blackwell-serving/vllm-lab:2b5ceeb6797a
 dir /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 link eth1
+url http://127.0.0.1:4000/health/liveliness
 url http://127.0.0.1:8000/health
 ray bws-tiny-ray-head
 exit 0

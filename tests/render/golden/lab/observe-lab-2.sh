@@ -36,9 +36,15 @@ link() {
   addrs=$(ip -o addr show dev "$1" 2>/dev/null | awk '{split($4, a, "/"); printf "%s%s", sep, a[1]; sep=","}')
   printf 'link\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(cat "$sys/operstate")" "$admin" "$(cat "$sys/mtu")" "$addrs"
 }
+url() {
+  printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
+}
+unit bws-tiny-b-watchdog.timer
+unit bws-tiny-b.service
 unit bws-tiny-ray-worker.service
 unit embeddings.service
 image blackwell-serving/vllm-lab:2b5ceeb6797a
 dir /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 link eth1
+url http://127.0.0.1:8002/health
 exit 0

@@ -1,0 +1,156 @@
+"""The gateway on the converged lab, on the real engine (components/gateway.py): one endpoint,
+lab-1:4000, in front of two real vLLM engines (tiny-llama on lab-1, tiny-llama-b on lab-2).
+Real requests from this machine to the gateway: both models answer through it, `/v1/models`
+lists both, a request without the key or with a wrong one is refused, a streamed completion
+arrives as server-sent events; then a change of the gateway's config (stacks/Pulumi.lab.yaml,
+put back afterwards) is an update of the gateway's steps alone, restarts the gateway and leaves
+every engine's process as it was. Needs `tests/lab/lab up`; runs the operator's `lab` stack
+(.state/backend) and converges it first (a no-op when it already is)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import urllib.error
+import urllib.request
+
+import pytest
+
+from tests.lab import topology as lab
+from tests.lab.helpers import LAB_CONFIG, changes, pulumi, require_lab, sh, unit_prop
+
+pytestmark = pytest.mark.lab
+
+REPO = lab.REPO_ROOT
+NODE1, NODE2 = lab.nodes(2)
+STACK = "lab"
+PORT = 4000
+MODELS = ["tiny-llama", "tiny-llama-b"]
+ENGINES = {NODE1: ["bws-tiny.service", "bws-tiny-ray-head.service"],
+           NODE2: ["bws-tiny-b.service", "bws-tiny-ray-worker.service"]}
+GATEWAY = "bws-gateway.service"
+
+
+@pytest.fixture(scope="module")
+def gateway_key():
+    require_lab(NODE1, NODE2)
+    for name in ("api-key", "gateway-key"):  # made by `lab up` (tests/lab/keys.sh)
+        path = lab.STATE_DIR / name
+        if not path.exists():
+            path.write_text(os.urandom(18).hex() + "\n")
+            path.chmod(0o600)
+    select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
+                            cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
+    assert select.returncode == 0, select.stderr
+    up = pulumi("up", "--yes", "--skip-preview")
+    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+    return (lab.STATE_DIR / "gateway-key").read_text().strip()
+
+
+def call(path: str, key: str | None, body: dict | None = None, timeout: int = 120):
+    headers = {"Content-Type": "application/json"}
+    if key is not None:
+        headers["Authorization"] = f"Bearer {key}"
+    request = urllib.request.Request(f"http://{NODE1.mgmt_ip}:{PORT}{path}", headers=headers,
+                                     data=json.dumps(body).encode() if body is not None else None)
+    return urllib.request.urlopen(request, timeout=timeout)
+
+
+def chat(model: str, **more) -> dict:
+    return {"model": model, "max_tokens": 8, "temperature": 0,
+            "messages": [{"role": "user", "content": "Say hello."}], **more}
+
+
+def test_the_stack_output_names_the_one_endpoint_and_its_models(gateway_key):
+    outputs = json.loads(pulumi("stack", "output", "--json").stdout)
+    assert outputs["gateway"] == {"endpoint": f"http://{NODE1.mgmt_ip}:{PORT}/v1", "models": MODELS}
+    assert gateway_key not in json.dumps(outputs)
+
+
+def test_models_lists_both(gateway_key):
+    with call("/v1/models", gateway_key) as reply:
+        listed = [m["id"] for m in json.load(reply)["data"]]
+    assert sorted(listed) == sorted(MODELS)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_each_model_answers_through_the_one_endpoint(gateway_key, model):
+    with call("/v1/chat/completions", gateway_key, chat(model)) as reply:
+        body = json.load(reply)
+    assert body["choices"][0]["message"]["content"], body
+    assert model in body["model"]
+
+
+@pytest.mark.parametrize("key", [None, "wrong-key", "sk-1234"])
+def test_a_request_without_the_key_or_with_a_wrong_one_is_refused(gateway_key, key):
+    for path, body in (("/v1/models", None), ("/v1/chat/completions", chat(MODELS[0]))):
+        with pytest.raises(urllib.error.HTTPError) as err:
+            call(path, key, body, timeout=30)
+        assert err.value.code in (401, 403), (path, key, err.value.code)
+
+
+def test_the_engines_key_is_not_the_gateways(gateway_key):
+    engine_key = (lab.STATE_DIR / "api-key").read_text().strip()
+    assert engine_key != gateway_key
+    with pytest.raises(urllib.error.HTTPError) as err:
+        call("/v1/models", engine_key, timeout=30)
+    assert err.value.code in (401, 403)
+
+
+@pytest.mark.parametrize("model", MODELS)
+def test_streaming_passes_through(gateway_key, model):
+    events = []
+    with call("/v1/chat/completions", gateway_key, chat(model, stream=True, max_tokens=12)) as reply:
+        assert reply.headers.get("Content-Type", "").startswith("text/event-stream")
+        for raw in reply:
+            line = raw.decode().strip()
+            if line.startswith("data: "):
+                events.append(line[len("data: "):])
+    assert events and events[-1] == "[DONE]", events[-3:]
+    chunks = [json.loads(e) for e in events[:-1]]
+    assert len(chunks) >= 2  # streamed, not one answer
+    assert all(c["object"] == "chat.completion.chunk" for c in chunks)
+    text = "".join((c["choices"][0].get("delta") or {}).get("content") or "" for c in chunks if c["choices"])
+    assert text.strip()
+
+
+def test_the_gateways_files_are_root_only_and_hold_no_key_but_the_env_file(gateway_key):
+    assert sh(NODE1, "stat -c '%a %U' /etc/blackwell-serving/gateway.env") == "600 root"
+    assert sh(NODE1, "stat -c '%a %U' /etc/blackwell-serving/gateway/litellm.yaml") == "600 root"
+    assert gateway_key not in sh(NODE1, "cat /etc/blackwell-serving/gateway/litellm.yaml")
+    assert gateway_key not in sh(NODE1, f"cat /etc/systemd/system/{GATEWAY}")
+    assert gateway_key not in sh(NODE1, "docker inspect bws-gateway")
+    assert gateway_key not in sh(NODE1, "ps -eo args")
+
+
+def test_a_gateway_config_change_restarts_the_gateway_alone(gateway_key):
+    """The routes' request timeout changed in the stack file: the preview updates the gateway's
+    two steps and nothing else; `up` restarts the gateway; every engine keeps its process."""
+    original = LAB_CONFIG.read_text()
+    assert original.count("    image: gateway-lab\n") == 1
+    engine_pids = {(n.name, u): unit_prop(n, u, "MainPID") for n, units in ENGINES.items() for u in units}
+    assert all(pid != "0" for pid in engine_pids.values()), engine_pids
+    gateway_pid = unit_prop(NODE1, GATEWAY, "MainPID")
+    try:
+        LAB_CONFIG.write_text(original.replace("    image: gateway-lab\n",
+                                               "    image: gateway-lab\n    request_timeout_s: 601\n"))
+        preview = pulumi("preview", "--json")
+        assert preview.returncode == 0, preview.stderr[-3000:]
+        assert sorted(changes(json.loads(preview.stdout))) == [("update", "gateway-health"),
+                                                                ("update", "gateway-install")]
+        up = pulumi("up", "--yes", "--skip-preview")
+        assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+        assert "timeout: 601" in sh(NODE1, "cat /etc/blackwell-serving/gateway/litellm.yaml")
+        assert unit_prop(NODE1, GATEWAY, "MainPID") != gateway_pid
+        assert {(n.name, u): unit_prop(n, u, "MainPID") for n, units in ENGINES.items() for u in units} == engine_pids
+        for model in MODELS:  # and both still answer through it
+            with call("/v1/chat/completions", gateway_key, chat(model)) as reply:
+                assert json.load(reply)["choices"]
+    finally:
+        LAB_CONFIG.write_text(original)
+    back = pulumi("up", "--yes", "--skip-preview")
+    assert back.returncode == 0, back.stdout[-6000:] + back.stderr[-3000:]
+    assert {(n.name, u): unit_prop(n, u, "MainPID") for n, units in ENGINES.items() for u in units} == engine_pids
+    preview = pulumi("preview", "--json")
+    assert changes(json.loads(preview.stdout)) == []

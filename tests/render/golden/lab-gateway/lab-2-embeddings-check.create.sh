@@ -1,9 +1,0 @@
-#!/usr/bin/env bash
-# A unit that must stay up and that we never touch: only look.
-set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'keep embeddings.service' "$*" >&2; }
-if ! systemctl is-active --quiet embeddings.service; then
-  log "expected to be running, found '$(systemctl is-active embeddings.service || true)'; start it, or remove it from keep:"
-  exit 1
-fi
-log "running (pid $(systemctl show -p MainPID --value embeddings.service)); not touched"
