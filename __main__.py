@@ -5,6 +5,7 @@ import sys
 
 import pulumi
 
+from components import reaper
 from components.config import ConfigError, load_from_pulumi
 from components.metrics import file_sd, write_file_sd
 from components.preflight.stack_fit import PreflightError, check_stack_fit
@@ -13,6 +14,9 @@ from components.stack import ServingStack
 
 # The language host's "the program failed and said why" status: no further message.
 BAIL_EXIT_CODE = 32
+
+# If the CLI is killed mid-run, its language host and providers are ended with it.
+reaper.start()
 
 try:
     spec = load_from_pulumi()
