@@ -26,6 +26,10 @@ LITELLM_ANY = re.compile(r"^litellm(\[[^\]]*\])?([=<>~!]|$)")
 # The version this project was checked with (pip resolves `litellm[proxy]` at it from PyPI; newer
 # 1.108/1.109/1.110 name proxy extras PyPI does not serve, so their [proxy] install fails).
 LITELLM_VERSION = "1.106.12"
+# LiteLLM's proxy without a database imports `prisma` while it refuses a request without a key;
+# `litellm[proxy]` does not install it, so every auth failure became HTTP 500 (seen on the lab;
+# upstream BerriAI/litellm#35457). Importable without `prisma generate`; checked in the lab image.
+PRISMA_PIN = "prisma==0.15.0"
 # A model name clients send (as a deployment's served_name).
 ModelName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._/:-]{0,127}$")]
 # An OpenAI-compatible base URL: http(s)://host[:port][/path], nothing a shell or YAML would read.
@@ -68,7 +72,7 @@ class GatewaySpec(Strict):
     api_key: SecretRef = Field(description="the key clients must send (`Authorization: Bearer KEY`; a secret "
                                            "reference): it reaches the gateway only in a root-only file")
     image: Name = Field(description=f"an entry of images: (runtime docker) placed on `node` whose pip layer carries "
-                                    f"LiteLLM's proxy pinned exactly (e.g. pip: ['litellm[proxy]=={LITELLM_VERSION}']), "
+                                    f"LiteLLM's proxy pinned exactly (e.g. pip: ['litellm[proxy]=={LITELLM_VERSION}', '{PRISMA_PIN}']), "
                                     f"or whose base is a LiteLLM image")
     upstreams: list[UpstreamSpec] = Field(default_factory=list,
                                           description="external OpenAI-compatible servers routed besides the "
@@ -109,6 +113,9 @@ def gateway_problems(spec: "StackSpec") -> list[str]:
                 problems.append(f"images[{k}].pip: {pins[0]!r} does not pin LiteLLM exactly; fix: write "
                                 f"'litellm[proxy]=={LITELLM_VERSION}' (one exact version: the image's tag is its "
                                 f"content)")
+            elif pins and not any(p.startswith("prisma==") for p in img.pip):
+                problems.append(f"images[{k}].pip: LiteLLM without the prisma package answers HTTP 500, not 401, to a "
+                                f"request without the key; fix: add '{PRISMA_PIN}' to images[{k}].pip")
             elif not pins and "litellm" not in (img.base or ""):
                 problems.append(f"gateway.image: image '{gw.image}' does not install LiteLLM (no litellm pin in its "
                                 f"pip:, and its base is not a LiteLLM image); fix: add "

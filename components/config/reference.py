@@ -139,7 +139,8 @@ before anything runs on a node:
   (the engine), `bws-NAME-ray-head` / `bws-NAME-ray-worker` (its Ray cluster),
   `bws-NAME-bw-RANK` (the bandwidth check), `bws-gateway` (the gateway).
 - The gateway: its node and image exist, the image (runtime docker, placed on its node) pins
-  `litellm[proxy]==VERSION` exactly in its `pip:` (or its base is a LiteLLM image); each model name
+  `litellm[proxy]==VERSION` exactly in its `pip:` beside `prisma==0.15.0` (without it LiteLLM answers
+  HTTP 500 to a request without the key), or its base is a LiteLLM image; each model name
   (deployments' `served_name`, upstreams' `models`) is routed once; a deployment bound to loopback
   has its head on the gateway's node.
 - `retire` never lists our own `bws-*` units, nor {", ".join(f"`{u}`" for u in PROTECTED_UNITS)} or `systemd-*`

@@ -143,6 +143,8 @@ def gw(doc: dict) -> dict:
                                                                  f"litellm[proxy]=={LITELLM_VERSION}"]),
     (lambda d: d["config"][P + "images"][1].update(pip=["litellm[proxy]>=1.80"]), "images[1].pip",
      ["does not pin LiteLLM exactly", "fix:"]),
+    (lambda d: d["config"][P + "images"][1].update(pip=[f"litellm[proxy]=={LITELLM_VERSION}"]), "images[1].pip",
+     ["HTTP 500", "prisma==0.15.0", "fix:"]),
     (lambda d: d["config"][P + "images"][1].update(nodes=["lab-2"], build_node="lab-2"), "gateway.image",
      ["not placed on 'lab-1'", "images[1].nodes"]),
     (lambda d: gw(d).update(port=8000), "gateway.port", ["API port of deployment 'tiny'", "fix:"]),

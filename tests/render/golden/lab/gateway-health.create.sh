@@ -2,7 +2,7 @@
 # The gateway's health gate: every routed model listed in /v1/models, a request without the key
 # refused, then a real request through the gateway for each model (a chat completion, or an
 # embedding), with the gateway's key. Bounded by gateway.health.timeout_s.
-# Gateway checked: a06a7e124045 (new routes or a new unit mean a new check).
+# Gateway checked: 8b1962a96a21 (new routes or a new unit mean a new check).
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'health gateway' "$*" >&2; }
 base=http://127.0.0.1:4000

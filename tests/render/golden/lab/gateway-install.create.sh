@@ -81,7 +81,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-gateway" \
   "LITELLM_LOCAL_MODEL_COST_MAP" \
   "-e" \
   "LITELLM_TELEMETRY" \
-  "blackwell-serving/gateway-lab:0114de50785a" \
+  "blackwell-serving/gateway-lab:cce61ba6524d" \
   "/bin/sh" \
   "-c" \
   "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \

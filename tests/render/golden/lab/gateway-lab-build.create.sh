@@ -5,8 +5,8 @@
 # moved (a mutable tag re-pushed) means a rebuild. The image is built under a staging tag and
 # tagged for real only once built: nothing half-built carries the real tag.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/gateway-lab:0114de50785a' "$*" >&2; }
-progress_log=/var/log/blackwell-serving/image-blackwell-serving-gateway-lab-0114de50785a.log
+log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/gateway-lab:cce61ba6524d' "$*" >&2; }
+progress_log=/var/log/blackwell-serving/image-blackwell-serving-gateway-lab-cce61ba6524d.log
 progress() {
   mkdir -p "$(dirname "$progress_log")"
   if [ -z "${progress_told:-}" ]; then
@@ -29,10 +29,10 @@ if ! docker pull 198.18.0.1:5000/lab/vllm-cpu:0.32.0 2>&1 | progress; then
   log "registry unreachable; using the base image already here"
 fi
 base_id=$(docker image inspect --format '{{.Id}}' 198.18.0.1:5000/lab/vllm-cpu:0.32.0)
-if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/gateway-lab:0114de50785a 2>/dev/null) \
+if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/gateway-lab:cce61ba6524d 2>/dev/null) \
    && [ "$built_on" = "$base_id" ]; then
   log "already built on this base"
-  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:0114de50785a)"
+  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:cce61ba6524d)"
   exit 0
 fi
 ctx=$(mktemp -d)
@@ -44,17 +44,17 @@ FROM 198.18.0.1:5000/lab/vllm-cpu:0.32.0
 # CA bundle of the build network's TLS proxy, for pip only.
 COPY pip-ca.crt /etc/blackwell-pip-ca.crt
 ENV PIP_CERT=/etc/blackwell-pip-ca.crt
-RUN python3 -m pip install --no-cache-dir --upgrade 'litellm[proxy]==1.106.12' \
+RUN python3 -m pip install --no-cache-dir --upgrade 'litellm[proxy]==1.106.12' prisma==0.15.0 \
  && python3 -c "import transformers; print('transformers', transformers.__version__)"
 LABEL org.blackwell-serving.base=198.18.0.1:5000/lab/vllm-cpu:0.32.0
 BWS_DOCKERFILE_EOF
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/pip-ca.crt"
 log "building on base $base_id"
-previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:0114de50785a 2>/dev/null || true)
+previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:cce61ba6524d 2>/dev/null || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
-  -t blackwell-serving/gateway-lab:0114de50785a-staging "$ctx" 2>&1 | progress
-docker tag blackwell-serving/gateway-lab:0114de50785a-staging blackwell-serving/gateway-lab:0114de50785a
-docker rmi blackwell-serving/gateway-lab:0114de50785a-staging >/dev/null
+  -t blackwell-serving/gateway-lab:cce61ba6524d-staging "$ctx" 2>&1 | progress
+docker tag blackwell-serving/gateway-lab:cce61ba6524d-staging blackwell-serving/gateway-lab:cce61ba6524d
+docker rmi blackwell-serving/gateway-lab:cce61ba6524d-staging >/dev/null
 # The image this tag named before (an older base): gone unless something still uses it.
 [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
-echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:0114de50785a)"
+echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:cce61ba6524d)"

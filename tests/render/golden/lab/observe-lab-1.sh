@@ -50,7 +50,7 @@ unit bws-tiny-ray-head.service
 unit bws-tiny-watchdog.timer
 unit bws-tiny.service
 unit glm.service
-image blackwell-serving/gateway-lab:0114de50785a
+image blackwell-serving/gateway-lab:cce61ba6524d
 image blackwell-serving/vllm-lab:2b5ceeb6797a
 dir /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 link eth1
