@@ -403,7 +403,8 @@ def test_shell_metacharacters_in_every_string_field(stack, tmp_path):
             "deployments.0.speculative", "deployments.0.api_key.env", "deployments.0.api_key.config",
             "deployments.0.api_key.file", "models.0.hf_token.config", "models.0.hf_token.file",
             "models.0.hf_token.env", "models.0.source.path", "nodes.0.ssh.private_key_path",
-            "nodes.1.ssh.private_key_path"}
+            "nodes.1.ssh.private_key_path", "gateway.health.prompt", "gateway.api_key.env",
+            "gateway.api_key.config", "gateway.api_key.file"}
     for payload, slots_ok in accepted.items():
         for p, how in slots_ok:
             key = ".".join(map(str, p))

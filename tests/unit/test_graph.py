@@ -349,6 +349,9 @@ def test_duo_commands_target_the_right_node():
         f"{HEAD}-resources-check": HEAD,
         f"{SECOND}-resources-check": SECOND,
         "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
+        "gateway-build": HEAD,                      # the gateway in place of vllm-proxy, on the head
+        "gateway-install": HEAD,
+        "gateway-health": HEAD,
     }
     assert {r.name: host_of(r) for r in s.commands()} == expected
 

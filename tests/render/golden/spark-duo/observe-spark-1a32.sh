@@ -48,17 +48,20 @@ ray() {
           | awk '/^Active:/{a=1; next} /^(Pending|Recent|Resources|Total|Usage)/{a=0} a && /node_/{n++} END{print n+0}')
   printf 'ray\t%s\t%s\n' "$1" "${alive:-0}"
 }
+unit bws-gateway.service
 unit bws-qwen35-ray-head.service
 unit bws-qwen35-watchdog.timer
 unit bws-qwen35.service
 unit vllm-cluster.service
 unit vllm-proxy.service
 unit vllm-reranker.service
+image blackwell-serving/gateway:c2860cdd73d4
 image hellohal2064/vllm-qwen3.5-gb10:latest
 dir /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
 link enp1s0f1np1
 rdma rocep1s0f1/1
 rdma roceP2p1s0f1/1
+url http://127.0.0.1:4000/health/liveliness
 url http://127.0.0.1:8000/health
 ray bws-qwen35-ray-head
 exit 0
