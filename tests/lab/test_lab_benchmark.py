@@ -61,10 +61,11 @@ def test_every_scrape_target_answers_metrics_on_its_node(outputs):
     groups = outputs["metrics"]
     written = json.loads((REPO / ".state" / "metrics" / f"{STACK}.json").read_text())
     assert written == groups
-    assert [g["labels"]["deployment"] for g in groups] == ["tiny"]
+    heads = {"tiny": "lab-1", "tiny-b": "lab-2"}  # each deployment's head, where /metrics is served
+    assert [g["labels"]["deployment"] for g in groups] == list(heads)
     for g in groups:
         labels = g["labels"]
-        assert (labels["engine"], labels["node"], labels["stack"]) == ("vllm", "lab-1", STACK)
+        assert (labels["engine"], labels["node"], labels["stack"]) == ("vllm", heads[labels["deployment"]], STACK)
         node = NODES[labels["node"]]
         for target in g["targets"]:
             host, port = target.rsplit(":", 1)
