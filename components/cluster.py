@@ -8,7 +8,7 @@ from typing import Sequence
 import pulumi
 
 from . import types
-from .config.schema import DockerRun, FabricSpec, RaySpec
+from .config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
 from .containers import docker_args
 from .fabric import fabric_environment
 from .node import Node
@@ -28,6 +28,19 @@ WAIT_FOR_PORT = ('end=$((SECONDS + $3)); until (exec 3<>"/dev/tcp/$1/$2") 2>/dev
 def ray_tmp_dir(state_dir: str, name: str) -> str:
     """Ray's session directory on the host, shared with the engine's driver container."""
     return f"{state_dir}/ray/{name}"
+
+
+# The GPU kinds whose GPU allocates from the host's memory (the Ray memory monitor's concern).
+GPU_SHARES_HOST_MEMORY = ("gb10",)
+
+
+def ray_memory_monitor(ray: RaySpec, node: NodeSpec) -> dict[str, str]:
+    """Ray's memory monitor settings for a node whose GPU shares its memory (RaySpec's comment
+    says why and what the values are); none elsewhere (Ray's defaults)."""
+    if node.gpu.kind not in GPU_SHARES_HOST_MEMORY:
+        return {}
+    return {"RAY_memory_monitor_refresh_ms": str(ray.unified_memory_monitor_refresh_ms),
+            "RAY_memory_usage_threshold": f"{ray.unified_memory_usage_threshold:g}"}
 
 
 class RayCluster(pulumi.ComponentResource):
@@ -54,7 +67,8 @@ class RayCluster(pulumi.ComponentResource):
         def node_unit(node: Node, role: str, command: list[str], unit_name: str, container: str,
                       deps: Sequence[pulumi.Resource], waits: bool = False) -> SystemdUnit:
             # The deployment's env reaches every Ray node (its workers run the engine's ranks).
-            env = {**fabric_environment(fabric, node.spec), **(deployment_env or {})}
+            env = {**fabric_environment(fabric, node.spec), **ray_memory_monitor(ray, node.spec),
+                   **(deployment_env or {})}
             text = container_unit_text(
                 component=f"RayCluster {name}", description=f"blackwell-serving Ray {role} ({name})",
                 container=container, image=image, command=command,

@@ -135,8 +135,10 @@ class ServingStack(pulumi.ComponentResource):
         links = {n: FabricCheck(self.nodes[n], spec.fabric, [self.nodes[p] for p in peers], child)
                  for n, peers in fabric_nodes.items()}
         checks += links.values()
-        # Each node's GPUs and free memory against what its deployments claim (read-only, at once).
-        checks += resource_checks(spec, self.nodes, child)
+        # Each node's GPUs, driver CUDA and free memory against what its deployments claim (read-only,
+        # at once); with the docker runtime, a container of the engine image sees the GPUs (once there).
+        checks += resource_checks(spec, self.nodes, child, image_ready,
+                                  {name: img.tag for name, img in self.images.items()})
         if spec.fabric is not None and spec.fabric.bandwidth_check is not None:
             previous: list = []
             for d in (d for d in spec.deployments if d.topology != "single"):

@@ -226,6 +226,10 @@ class ImageSpec(Strict):
                                                        "the base image)")
     nodes: list[Name] = Field(description="every node that needs the image; docker: copied there over the fabric; "
                                           "venv: built on each")
+    min_cuda: Annotated[str, Field(pattern=r"^[0-9]{1,2}\.[0-9]{1,2}$")] | None = Field(
+        None, description="the CUDA version the engine was built for (its torch's torch.version.cuda, e.g. '13.0'): "
+                          "the preflight fails on a node whose driver supports less (the 'CUDA Version' of "
+                          "nvidia-smi's header), before anything is stopped; absent: the driver's version only reported")
 
     @model_validator(mode="after")
     def _runtime(self):
@@ -291,6 +295,25 @@ class RaySpec(Strict):
                                    description="kept small: the object store competes with weights on unified memory")
     dashboard: bool = Field(False, description="start Ray's dashboard on the head (port 8265)")
     join_timeout_s: int = Field(300, ge=10, le=3600, description="how long to wait for every node to join the cluster")
+    # Ray's memory monitor (docs.ray.io, "Out-Of-Memory Prevention") kills a worker when the node's
+    # memory in use exceeds RAY_memory_usage_threshold (default 0.95) of its total, checked every
+    # RAY_memory_monitor_refresh_ms (default 250; 0 disables it). On unified memory (GB10) the
+    # engine's GPU allocations are host memory, so the planned reservation (memory_fraction of
+    # the node, the object store, a kept embeddings server) already reads as ~0.9 or more in
+    # use; a kill there takes a tensor-parallel rank and with it the whole deployment. The
+    # preflight has checked the fit against MemAvailable, and the kernel's OOM killer with the
+    # unit's Restart= stays: so by default the monitor is off on unified-memory nodes, and the
+    # threshold, for whoever turns it back on, is above the planned reservation.
+    unified_memory_monitor_refresh_ms: int = Field(
+        0, ge=0, le=60000,
+        description="RAY_memory_monitor_refresh_ms on nodes whose GPU shares the host's memory (gpu.kind gb10): "
+                    "0 turns Ray's memory monitor off there (it counts the engine's GPU memory as host memory); "
+                    "Ray's own default is 250. Other nodes keep Ray's defaults")
+    unified_memory_usage_threshold: float = Field(
+        0.98, gt=0, le=1,
+        description="RAY_memory_usage_threshold on those nodes: the fraction of the node's memory in use above "
+                    "which Ray's monitor kills a worker, when unified_memory_monitor_refresh_ms is not 0 "
+                    "(Ray's default 0.95 is below what the engine reserves on unified memory)")
 
 
 class HealthSpec(Strict):

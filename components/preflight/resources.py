@@ -13,8 +13,15 @@ memory, the object store of a Ray cluster with a node there. Against it:
   after the checks, before the engine starts;
 - rtx-pro-6000: each GPU's free memory (nvidia-smi) plus what the retired units' processes hold
   on it, against the claim per GPU;
-- cpu (the lab): no GPU expected, and the memory only reported: the claim arithmetic of a CPU
-  engine says nothing about what it takes (the lab's nodes have a few GB)."""
+- cpu (the lab): no GPU expected, said in the step's log (the stack declares gpu.kind cpu: never
+  a silent skip), and the memory only reported: the claim arithmetic of a CPU engine says
+  nothing about what it takes (the lab's nodes have a few GB).
+
+The driver's CUDA version (nvidia-smi's header) must be at least the highest images[].min_cuda
+of the engines on the node. With the docker runtime, ContainerGpus then runs `nvidia-smi -L` in
+the engine image with --gpus all, once the image is on the node: a container must see as many
+GPUs as the host (the NVIDIA container toolkit is what the docker runtime needs and the venv
+runtime does not)."""
 
 from __future__ import annotations
 
@@ -35,6 +42,31 @@ from .stack_fit import UNIFIED_MEMORY
 
 # What nvidia-smi calls each kind (a substring of its name column).
 GPU_NAMES = {"gb10": "GB10", "rtx-pro-6000": "RTX PRO 6000"}
+# The oldest Linux driver branch of each CUDA version (NVIDIA's CUDA Toolkit release notes,
+# table "CUDA Toolkit and Corresponding Driver Versions"), for the fix of a driver too old.
+CUDA_DRIVERS = {"12.4": "550.54.14", "12.6": "560.28.03", "12.8": "570.26", "12.9": "575.51.03",
+                "13.0": "580.65.06"}
+# How long `docker run --gpus all IMAGE nvidia-smi -L` may take (create, start, the runtime's
+# hook): far more than it does; a hung runtime hook fails the check rather than the up.
+CONTAINER_GPUS_TIMEOUT_S = 120
+
+
+def cuda_version(text: str) -> tuple[int, ...]:
+    return tuple(int(p) for p in text.split("."))
+
+
+def cuda_need(spec: StackSpec, node: str) -> dict | None:
+    """The highest images[].min_cuda of the engines on `node`: version, image, key and the
+    driver that first supports it (when known); None when no engine there sets one."""
+    need = None
+    for d in spec.deployments:
+        if node not in d.nodes:
+            continue
+        i, img = next((i, img) for i, img in enumerate(spec.images) if img.name == d.image)
+        if img.min_cuda and (need is None or cuda_version(img.min_cuda) > cuda_version(need["version"])):
+            need = dict(version=img.min_cuda, image=img.name, key=f"images[{i}].min_cuda",
+                        driver=CUDA_DRIVERS.get(img.min_cuda, ""))
+    return need
 
 
 @dataclass(frozen=True)
@@ -74,7 +106,7 @@ def script_values(spec: StackSpec, node: str) -> dict:
                 gpu_name=GPU_NAMES.get(gpu.kind, ""), unified=gpu.kind in UNIFIED_MEMORY,
                 claims=[dict(what=c.what, bytes=c.bytes, key=c.key) for c in claims],
                 need=sum(c.bytes for c in claims), keys=list(dict.fromkeys(c.key for c in claims)),
-                retired=[r.unit for r in spec.retire if r.node == node])
+                retired=[r.unit for r in spec.retire if r.node == node], cuda=cuda_need(spec, node))
 
 
 class NodeResources(pulumi.ComponentResource):
@@ -84,8 +116,8 @@ class NodeResources(pulumi.ComponentResource):
         super().__init__(types.NODE_RESOURCES, f"{node.name}-resources", None, opts)
         values = script_values(spec, node.name)
         need = f"{values['need'] / GB:.1f} GB"
-        do = (f"Preflight: the GPUs and memory of {node.name} (no GPU expected; its deployments' claim of {need} "
-              f"reported, not enforced)" if values["kind"] == "cpu" else
+        do = (f"Preflight: {node.name} has no GPU and none is expected (gpu.kind cpu); its memory reported "
+              f"against its deployments' claim of {need}, not enforced" if values["kind"] == "cpu" else
               f"Preflight: {node.name} sees its {values['count']} {values['gpu_name']} GPU"
               f"{'s' if values['count'] > 1 else ''} and has the {need} its deployments claim free")
         self.command = run(f"{node.name}-resources-check", node, parent=self,
@@ -95,10 +127,47 @@ class NodeResources(pulumi.ComponentResource):
         self.register_outputs({})
 
 
-def resource_checks(spec: StackSpec, nodes: dict[str, Node], opts: pulumi.ResourceOptions) -> list[NodeResources]:
-    """One check per GPU node that any deployment runs on, in the order of nodes:. CPU nodes (the
-    lab) get none yet: the script's cpu branch (no GPU expected, memory reported) is rendered and
-    tested, but a step there would renumber the lab's todo list that tests/unit/todo pins."""
+def container_gpu_checks(spec: StackSpec) -> list[tuple[str, str, int]]:
+    """(node, image, GPUs to see) of each docker-runtime image that a deployment runs with
+    docker.gpus on a GPU node, in the order of nodes: then images:."""
+    pairs = []
+    for n in spec.nodes:
+        for img in spec.images:
+            if img.runtime == "docker" and n.gpu.kind != "cpu" and any(
+                    d.image == img.name and n.name in d.nodes and d.docker.gpus for d in spec.deployments):
+                pairs.append((n.name, img.name, n.gpu.count))
+    return pairs
+
+
+class ContainerGpus(pulumi.ComponentResource):
+    """On one node, once the engine image is there: a container of it started with --gpus all
+    lists the node's GPUs (nvidia-smi -L), bounded by a timeout."""
+
+    def __init__(self, node: Node, spec: StackSpec, image: str, tag: str, depends_on: Sequence[pulumi.Resource],
+                 opts: pulumi.ResourceOptions | None = None):
+        super().__init__(types.CONTAINER_GPUS, f"{node.name}-{image}-gpus", None, opts)
+        index = next(i for i, n in enumerate(spec.nodes) if n.name == node.name)
+        count = spec.node(node.name).gpu.count
+        self.command = run(f"{node.name}-{image}-gpus-check", node, parent=self, depends_on=list(depends_on),
+                           step=StepInfo(node.name, "preflight",
+                                         do=f"Preflight: a container of image {image} sees the {count} GPU"
+                                            f"{'s' if count > 1 else ''} of {node.name} (docker --gpus all)",
+                                         undo=f"Drop the container GPU check of {image} on {node.name}"),
+                           create=render("scripts/preflight-container-gpus.sh.j2", node_name=node.name,
+                                         node_key=f"nodes[{index}]", image=image, tag=tag, count=count,
+                                         timeout_s=CONTAINER_GPUS_TIMEOUT_S))
+        self.register_outputs({})
+
+
+def resource_checks(spec: StackSpec, nodes: dict[str, Node], opts: pulumi.ResourceOptions,
+                    image_ready: dict[str, dict[str, pulumi.Resource]] | None = None,
+                    tags: dict[str, str] | None = None) -> list:
+    """One check per node that any deployment runs on, in the order of nodes: (a CPU node's
+    says "no GPU expected" and reports the memory); then, given the images' readiness per node
+    and their tags, one container GPU check per docker-runtime engine image on a GPU node."""
     claimed = node_claims(spec)
-    return [NodeResources(nodes[n.name], spec, opts) for n in spec.nodes
-            if n.name in claimed and n.gpu.kind != "cpu"]
+    checks: list = [NodeResources(nodes[n.name], spec, opts) for n in spec.nodes if n.name in claimed]
+    if image_ready is not None and tags is not None:
+        checks += [ContainerGpus(nodes[n], spec, img, tags[img], [image_ready[img][n]], opts)
+                   for n, img, _ in container_gpu_checks(spec)]
+    return checks

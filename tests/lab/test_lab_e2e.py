@@ -55,7 +55,8 @@ def test_preview_before_up_lists_every_step(converged):
     names = {name for op, name in converged["pending"] if op == "create"}
     for expected in ("lab-1-glm-retire", "lab-2-embeddings-check", "vllm-lab-build", "vllm-lab-sync-lab-2",
                      "tiny-upload", "tiny-fetch", "tiny-to-lab-2", "tiny-preflight-engine", "lab-1-fabric-check",
-                     "lab-2-fabric-check", "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install",
+                     "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
+                     "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install",
                      "tiny-ray-ready", "tiny-lab-1-install", "tiny-health"):
         assert expected in names
 

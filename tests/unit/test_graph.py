@@ -348,6 +348,8 @@ def test_duo_commands_target_the_right_node():
         f"{SECOND}-fabric-check": SECOND,
         f"{HEAD}-resources-check": HEAD,
         f"{SECOND}-resources-check": SECOND,
+        f"{HEAD}-vllm-qwen35-gpus-check": HEAD,     # a container of the image sees the GPU, on each node
+        f"{SECOND}-vllm-qwen35-gpus-check": SECOND,
         "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
         "gateway-build": HEAD,                      # the gateway in place of vllm-proxy, on the head
         "gateway-install": HEAD,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 import textwrap
+from pathlib import Path
 
 import pytest
 
@@ -15,14 +16,18 @@ from components.preflight.resources import node_claims
 from tests.unit.mocked import STACKS, script_of
 from tests.unit.test_graph import dep_names, snap
 
-GB10 = "0, GPU-5b1c0d2e-0000-0000-0000-00000000gb10, NVIDIA GB10, [N/A], [N/A]\n"
-RTX = "".join(f"{i}, GPU-rtx{i}, NVIDIA RTX PRO 6000 Blackwell Workstation Edition, 97887, {free}\n"
-              for i, free in enumerate([97000, 97000, 97000, 97000]))
+DATA = Path(__file__).parent / "data" / "nvidia-smi"
+GB10 = (DATA / "gb10-query-gpu.csv").read_text()
+RTX = (DATA / "rtxpro4-query-gpu.csv").read_text()
+HEADERS = {GB10: (DATA / "gb10.txt").read_text(), RTX: (DATA / "rtxpro4.txt").read_text()}
 
 
 def run_script(tmp_path, script: str, *, gpus: str | None, apps: str = "", avail_kb: int = 0,
-               active: tuple = (), cgroups: dict | None = None, current: dict | None = None):
-    """Runs `script` with nvidia-smi (None: not installed), systemctl and docker faked."""
+               active: tuple = (), cgroups: dict | None = None, current: dict | None = None,
+               header: str | None = None):
+    """Runs `script` with nvidia-smi (None: not installed; with no argument it prints `header`,
+    by default the captured table of the machine whose GPUs `gpus` lists), systemctl and docker
+    faked."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     proc = tmp_path / "proc"
@@ -38,9 +43,14 @@ def run_script(tmp_path, script: str, *, gpus: str | None, apps: str = "", avail
     if gpus is not None:
         (tmp_path / "gpus").write_text(gpus)
         (tmp_path / "apps").write_text(apps)
+        (tmp_path / "header").write_text(header if header is not None else HEADERS.get(gpus, HEADERS[RTX]))
         (bin_ / "nvidia-smi").write_text(textwrap.dedent(f"""\
             #!/bin/bash
-            case "$1" in --query-gpu=*) cat {tmp_path}/gpus;; --query-compute-apps=*) cat {tmp_path}/apps;; esac
+            case "$1" in
+              --query-gpu=*) cat {tmp_path}/gpus;;
+              --query-compute-apps=*) cat {tmp_path}/apps;;
+              "") cat {tmp_path}/header;;
+            esac
             """))
     (bin_ / "systemctl").write_text(textwrap.dedent(f"""\
         #!/bin/bash
@@ -69,8 +79,9 @@ def check_script(stack: str, node: str) -> str:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_one_check_per_node_a_deployment_runs_on_and_retiring_waits_for_it(stack):
+    """CPU nodes (the lab) included: their check says "no GPU expected", never a silent skip."""
     s = snap(stack)
-    nodes = {n for d in s.spec.deployments for n in d.nodes if s.spec.node(n).gpu.kind != "cpu"}
+    nodes = {n for d in s.spec.deployments for n in d.nodes}
     checks = {r.name for r in s.commands() if r.name.endswith("-resources-check")}
     assert checks == {f"{n}-resources-check" for n in nodes}
     for ref in s.spec.retire:
@@ -167,12 +178,173 @@ def test_rtx_each_gpu_needs_its_share_and_retired_memory_comes_back(tmp_path):
     assert "each of 4 GPUs needs 81.6 GB" in said and "pid 5150 (other.service)" in said
 
 
-def test_cpu_nodes_say_no_gpu_expected_and_never_fail_on_memory(tmp_path):
-    from components.preflight.resources import script_values
-    from components.render import render
-
-    script = render("scripts/preflight-resources.sh.j2", **script_values(snap("lab").spec, "lab-1"))
-    code, said = run_script(tmp_path, script, gpus=None, avail_kb=1_000_000)
+@pytest.mark.parametrize("node,index", [("lab-1", 0), ("lab-2", 1)])
+def test_cpu_nodes_say_no_gpu_expected_and_never_fail_on_memory(tmp_path, node, index):
+    """The lab's step (a step of its todo list), as the program renders it: no nvidia-smi there."""
+    code, said = run_script(tmp_path, check_script("lab", node), gpus=None, avail_kb=1_000_000)
     assert code == 0, said
-    assert "no GPU expected (nodes: gpu.kind cpu); GPU check not run" in said
+    assert (f"no GPU expected: the stack declares none on {node} (nodes[{index}].gpu.kind cpu); "
+            "nvidia-smi, driver CUDA and container GPU checks not run") in said
     assert "not enforced on gpu.kind cpu" in said and "MemAvailable 1.0 GB" in said
+
+
+
+
+# ---------------------------------------------------------------------------------------------
+# The driver's CUDA version (images[].min_cuda)
+
+
+def test_captured_headers_name_driver_and_cuda_13(tmp_path):
+    code, said = run_script(tmp_path, check_script("rtxpro-quad", "llm-server"), gpus=RTX)
+    assert code == 0, said
+    assert "driver 580.95.05 supports CUDA 13.0; image sglang-main needs 13.0 (images[0].min_cuda)" in said
+
+
+def test_driver_too_old_for_the_engine_fails_with_both_versions_and_the_fix(tmp_path):
+    old = HEADERS[RTX].replace("Driver Version: 580.95.05      CUDA Version: 13.0",
+                               "Driver Version: 570.133.20     CUDA Version: 12.8")
+    code, said = run_script(tmp_path, check_script("rtxpro-quad", "llm-server"), gpus=RTX, header=old)
+    assert code == 1
+    assert ("the NVIDIA driver 570.133.20 supports CUDA 12.8, but image sglang-main needs CUDA 13.0 "
+            "(images[0].min_cuda)") in said
+    assert "fix: install an NVIDIA driver for CUDA 13.0 on llm-server (Linux driver 580.65.06 or newer)" in said
+    assert "nothing was stopped" in said
+
+
+def test_a_newer_major_passes_and_a_minor_is_compared_as_a_number(tmp_path):
+    newer = HEADERS[RTX].replace("CUDA Version: 13.0", "CUDA Version: 13.10")
+    code, said = run_script(tmp_path, check_script("rtxpro-quad", "llm-server"), gpus=RTX, header=newer)
+    assert code == 0 and "supports CUDA 13.10" in said
+    (tmp_path / "b").mkdir()
+    older = HEADERS[RTX].replace("CUDA Version: 13.0", "CUDA Version: 12.9")
+    code, said = run_script(tmp_path / "b", check_script("rtxpro-quad", "llm-server"), gpus=RTX, header=older)
+    assert code == 1 and "supports CUDA 12.9, but image sglang-main needs CUDA 13.0" in said
+
+
+def test_a_header_without_cuda_version_fails(tmp_path):
+    code, said = run_script(tmp_path, check_script("rtxpro-quad", "llm-server"), gpus=RTX, header="garbage\n")
+    assert code == 1 and "names no CUDA Version" in said
+
+
+def test_without_min_cuda_the_driver_cuda_is_reported_not_compared(tmp_path):
+    code, said = run_script(tmp_path, check_script("spark-duo", "spark-5be3"), gpus=GB10, avail_kb=110_000_000)
+    assert code == 0, said
+    assert "driver 580.95.05 supports CUDA 13.0; no images[].min_cuda for the engines here: not compared" in said
+
+
+def test_min_cuda_of_an_image_is_a_version():
+    from components.config.schema import ImageSpec
+    base = dict(name="x", base="a/b:c", build_node="n", nodes=["n"])
+    assert ImageSpec(**base, min_cuda="13.0").min_cuda == "13.0"
+    for bad in ("13", "cu130", "13.0.1", "13.0; rm -rf /"):
+        with pytest.raises(ValueError):
+            ImageSpec(**base, min_cuda=bad)
+
+
+# ---------------------------------------------------------------------------------------------
+# Docker runtime: a container of the engine image sees the GPUs
+
+
+def container_script(stack: str, node: str, image: str) -> str:
+    return script_of(snap(stack).by_name(f"{node}-{image}-gpus-check"))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_container_check_per_docker_image_on_gpu_nodes_after_the_image_before_retiring(stack):
+    from components.preflight.resources import container_gpu_checks
+    s = snap(stack)
+    want = {f"{n}-{img}-gpus-check" for n, img, _ in container_gpu_checks(s.spec)}
+    assert {r.name for r in s.commands() if r.name.endswith("-gpus-check")} == want
+    for n, img, _ in container_gpu_checks(s.spec):
+        name = f"{n}-{img}-gpus-check"
+        image = s.spec.image(img)
+        # The image on that node: built there, or copied there.
+        assert (f"{img}-build" if n == image.build_node else f"{img}-sync-{n}") in dep_names(s.by_name(name))
+        for ref in s.spec.retire:
+            assert name in dep_names(s.by_name(f"{ref.node}-{ref.unit.removesuffix('.service')}-retire"))
+    expected = {"lab": set(), "rtxpro-quad": set(), "rtxpro-quad-docker": {"llm-server-sglang-cu13-gpus-check"},
+                "spark-duo": {"spark-1a32-vllm-qwen35-gpus-check", "spark-5be3-vllm-qwen35-gpus-check"}}
+    if stack in expected:
+        assert want == expected[stack]
+
+
+def run_container_check(tmp_path, script: str, *, listing: str, rc: int = 0, sleep: bool = False):
+    bin_ = tmp_path / "bin"
+    bin_.mkdir()
+    (tmp_path / "listing").write_text(listing)
+    (bin_ / "docker").write_text(textwrap.dedent(f"""\
+        #!/bin/bash
+        echo "$@" > {tmp_path}/argv
+        {"sleep 30" if sleep else ""}
+        cat {tmp_path}/listing
+        exit {rc}
+        """))
+    (bin_ / "docker").chmod(0o755)
+    text = script.replace("bound=120\n", "bound=1\n") if sleep else script
+    done = subprocess.run(["bash", "-c", text], capture_output=True, text=True,
+                          env={"PATH": f"{bin_}:/usr/bin:/bin"})
+    return done.returncode, done.stderr, (tmp_path / "argv").read_text()
+
+
+def test_container_sees_all_four_rtx_passes(tmp_path):
+    script = container_script("rtxpro-quad-docker", "llm-server", "sglang-cu13")
+    code, said, argv = run_container_check(tmp_path, script, listing=(DATA / "rtxpro4-L.txt").read_text())
+    assert code == 0, said
+    assert argv.startswith("run --rm --gpus all --entrypoint nvidia-smi blackwell-serving/sglang-cu13:")
+    assert argv.rstrip().endswith(" -L")
+    assert "a container of image sglang-cu13 sees 4 GPU(s): GPU 0: NVIDIA RTX PRO 6000" in said
+
+
+def test_container_sees_the_gb10(tmp_path):
+    script = container_script("spark-duo", "spark-5be3", "vllm-qwen35")
+    code, said, argv = run_container_check(tmp_path, script, listing=(DATA / "gb10-L.txt").read_text())
+    assert code == 0, said
+    assert "hellohal2064/vllm-qwen3.5-gb10:latest -L" in argv and "sees 1 GPU(s): GPU 0: NVIDIA GB10" in said
+
+
+def test_container_seeing_fewer_gpus_fails_with_counts_and_the_fix(tmp_path):
+    script = container_script("rtxpro-quad-docker", "llm-server", "sglang-cu13")
+    two = "".join((DATA / "rtxpro4-L.txt").read_text().splitlines(True)[:2])
+    code, said, _ = run_container_check(tmp_path, script, listing=two)
+    assert code == 1
+    assert "a container of image sglang-cu13 sees 2 GPU(s)" in said and "the host has 4 (nodes[0].gpu.count)" in said
+    assert "fix: install the NVIDIA Container Toolkit on llm-server" in said and "nothing was stopped" in said
+
+
+def test_no_container_runtime_fails_with_dockers_words(tmp_path):
+    script = container_script("rtxpro-quad-docker", "llm-server", "sglang-cu13")
+    err = ("docker: Error response from daemon: could not select device driver \"\" with capabilities: "
+           "[[gpu]].\n")
+    code, said, _ = run_container_check(tmp_path, script, listing=err, rc=125)
+    assert code == 1
+    assert "does not see the GPUs" in said and "exits 125" in said and "could not select device driver" in said
+
+
+def test_a_hung_container_is_bounded(tmp_path):
+    script = container_script("rtxpro-quad-docker", "llm-server", "sglang-cu13")
+    assert "bound=120\n" in script
+    code, said, _ = run_container_check(tmp_path, script, listing="", sleep=True)
+    assert code == 1 and "did not finish in 1 s" in said
+
+
+# ---------------------------------------------------------------------------------------------
+# Ray's memory monitor on unified memory
+
+
+def test_ray_units_on_gb10_turn_the_memory_monitor_off_and_elsewhere_keep_rays_defaults():
+    s = snap("spark-duo")
+    for name in ("qwen35-ray-head-spark-1a32-install", "qwen35-ray-worker-spark-5be3-install"):
+        text = script_of(s.by_name(name))
+        assert "RAY_memory_monitor_refresh_ms=0" in text and "RAY_memory_usage_threshold=0.98" in text
+    lab = snap("lab")
+    for name in ("tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install"):
+        assert "RAY_memory" not in script_of(lab.by_name(name))
+
+
+def test_ray_memory_monitor_is_configurable():
+    from components.cluster import ray_memory_monitor
+    from components.config.schema import RaySpec
+    gb10 = snap("spark-duo").spec.node("spark-1a32")
+    assert ray_memory_monitor(RaySpec(unified_memory_monitor_refresh_ms=500, unified_memory_usage_threshold=0.99),
+                              gb10) == {"RAY_memory_monitor_refresh_ms": "500", "RAY_memory_usage_threshold": "0.99"}
+    assert ray_memory_monitor(RaySpec(), snap("lab").spec.node("lab-1")) == {}

@@ -38,6 +38,8 @@ COMPONENTS = {
     "tiny-preflight": ("blackwell:preflight:EngineProbe", "lab"),
     "lab-1-fabric": ("blackwell:preflight:FabricCheck", "lab"),
     "lab-2-fabric": ("blackwell:preflight:FabricCheck", "lab"),
+    "lab-1-resources": ("blackwell:preflight:NodeResources", "lab"),
+    "lab-2-resources": ("blackwell:preflight:NodeResources", "lab"),
     "lab-1-glm": ("blackwell:services:RetiredService", "lab"),
     "tiny-ray": ("blackwell:cluster:RayCluster", "lab"),
     "tiny-ray-head-lab-1": ("blackwell:unit:SystemdUnit", "tiny-ray"),
@@ -59,7 +61,8 @@ class Cmd(NamedTuple):
 
 
 # What gates every change: the preflight checks (components/stack.py).
-GATES = ("lab-1-fabric-check", "lab-2-fabric-check", "tiny-preflight-engine")
+GATES = ("lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
+         "tiny-preflight-engine")
 IMAGE = ("vllm-lab-build", "vllm-lab-sync-lab-2")
 
 # Commands, in the order the program registers them.
@@ -78,6 +81,11 @@ COMMANDS: dict[str, Cmd] = {
     "lab-2-fabric-check": Cmd("remote", "lab-2-fabric", StepInfo(
         "lab-2", "preflight", do="Preflight: the fabric link of lab-2 is up (address, MTU, RDMA ports, peers)",
         undo="Drop the fabric check of lab-2")),
+    # The lab's nodes are gpu.kind cpu: their check says "no GPU expected" and reports the memory.
+    **{f"{n}-resources-check": Cmd("remote", f"{n}-resources", StepInfo(
+        n, "preflight", do=f"Preflight: {n} has no GPU and none is expected (gpu.kind cpu); its memory reported "
+                           "against its deployments' claim of 6.9 GB, not enforced",
+        undo=f"Drop the GPU and memory check of {n}")) for n in ("lab-1", "lab-2")},
     "tiny-fetch": Cmd("remote", "tiny", StepInfo(
         "lab-1", "model", do="Hash and install model tiny on lab-1", undo="Remove model tiny from lab-1"),
         ("tiny-upload",)),

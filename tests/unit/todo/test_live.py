@@ -59,15 +59,15 @@ def test_one_line_per_transition_with_stamp_number_and_node(lab_items):
     live = live_for(lab_items)
     lines = feed(live, [pre("tiny-to-lab-2"), done("tiny-to-lab-2")])
     assert lines == [
-        "12:00:00  [~]  9. Copy model tiny to lab-2 over the fabric [lab-1]  pending -> in_progress",
-        "12:00:00  [x]  9. Copy model tiny to lab-2 over the fabric [lab-1]  in_progress -> completed",
+        "12:00:00  [~] 11. Copy model tiny to lab-2 over the fabric [lab-1]  pending -> in_progress",
+        "12:00:00  [x] 11. Copy model tiny to lab-2 over the fabric [lab-1]  in_progress -> completed",
     ]
 
 
 def test_a_local_step_moves_like_a_remote_one(lab_items):
     live = live_for(lab_items)
     assert feed(live, [pre("tiny-upload"), done("tiny-upload")])[-1] == (
-        "12:00:00  [x]  5. Upload model tiny from this machine to lab-1 [lab-1]  in_progress -> completed")
+        "12:00:00  [x]  7. Upload model tiny from this machine to lab-1 [lab-1]  in_progress -> completed")
 
 
 def test_same_steps_components_the_stack_and_repeats_print_nothing(lab_items):
@@ -86,7 +86,7 @@ def test_a_listed_item_the_up_found_already_done_is_completed(lab_items):
     # The preview listed it; by the time of `up` it was the same: its outputs arrive without work.
     live = live_for(lab_items)
     lines = feed(live, [pre("tiny-health", op="same"), done("tiny-health"), pre("tiny-health")])
-    assert lines == ["12:00:00  [x] 14. Health gate: a real chat completion from tiny [lab-1]  pending -> completed"]
+    assert lines == ["12:00:00  [x] 16. Health gate: a real chat completion from tiny [lab-1]  pending -> completed"]
 
 
 def test_a_failed_item_is_not_marked_completed_afterwards(lab_items):
@@ -104,10 +104,10 @@ def test_an_items_output_is_shown_line_by_line_under_its_number(lab_items):
         diag("tiny-to-lab-2", "<{%reset%}>  10%   95.00MB/s\r  20%   96.00MB/s<{%reset%}>\n\n"),
         diag("vllm-lab-build", "\x1b[1m#5 [2/3] RUN pip install 'transformers>=5'\x1b[0m\n"),
     ])
-    assert lines == ["12:00:00       9. [blackwell tiny-to-lab-2 on lab-1] copying 1.2G over the fabric",
-                     "12:00:00       9. 10%   95.00MB/s",
-                     "12:00:00       9. 20%   96.00MB/s",
-                     "12:00:00       3. #5 [2/3] RUN pip install 'transformers>=5'"]
+    assert lines == ["12:00:00      11. [blackwell tiny-to-lab-2 on lab-1] copying 1.2G over the fabric",
+                     "12:00:00      11. 10%   95.00MB/s",
+                     "12:00:00      11. 20%   96.00MB/s",
+                     "12:00:00       5. #5 [2/3] RUN pip install 'transformers>=5'"]
 
 
 def test_warnings_and_errors_always_show_verbose_shows_the_engines_other_messages(lab_items):
@@ -115,7 +115,7 @@ def test_warnings_and_errors_always_show_verbose_shows_the_engines_other_message
     assert feed(quiet, [diag(None, "node lab-1: private key not found", "warning")]) == [
         "12:00:00      warning: node lab-1: private key not found"]
     assert feed(quiet, [diag("tiny-health", "Process exited with status 1\n", "error")]) == [
-        "12:00:00      14. error: Process exited with status 1"]
+        "12:00:00      16. error: Process exited with status 1"]
     assert feed(quiet, [diag(None, "resource plugin command is starting")]) == []
     loud = live_for(lab_items, verbose=True)
     assert feed(loud, [diag(None, "resource plugin command is starting")]) == [
@@ -127,8 +127,8 @@ def test_a_step_the_preview_did_not_list_becomes_a_new_item(lab_items):
     items = [i for i in lab_items if i.id != "tiny-health"]
     live = live_for(items, steps=declared_steps(fixtures.first_preview_events()))
     lines = feed(live, [pre("tiny-health")])
-    assert lines[0] == "12:00:00  + new item 16: Health gate: a real chat completion from tiny (create)"
-    assert lines[1] == ("12:00:00  [~] 16. Health gate: a real chat completion from tiny [lab-1]  "
+    assert lines[0] == "12:00:00  + new item 18: Health gate: a real chat completion from tiny (create)"
+    assert lines[1] == ("12:00:00  [~] 18. Health gate: a real chat completion from tiny [lab-1]  "
                         "pending -> in_progress")
     assert (live.items[-1].id, live.items[-1].node, live.items[-1].phase) == ("tiny-health", "lab-1", "verify")
 
@@ -138,8 +138,8 @@ def test_a_new_deletion_is_described_by_the_last_ups_record_and_an_undeclared_st
     live = live_for([i for i in lab_items if i.id not in ("tiny-to-lab-2", "tiny-health")],
                     steps=declared_steps([], previous))
     lines = feed(live, [pre("tiny-to-lab-2", op="delete"), pre("tiny-health")])
-    assert lines[0] == "12:00:00  + new item 15: Remove model tiny from lab-2 (delete)"
-    assert lines[2] == "12:00:00  + new item 16: Run tiny-health (create)"
+    assert lines[0] == "12:00:00  + new item 17: Remove model tiny from lab-2 (delete)"
+    assert lines[2] == "12:00:00  + new item 18: Run tiny-health (create)"
     assert [(i.priority, i.node) for i in live.items[-2:]] == [("normal", "lab-1"), ("high", None)]
 
 
@@ -149,8 +149,8 @@ def test_summary_counts_every_status(lab_items):
                 pre("tiny-upload")])
     text = live.summary("error: update failed")
     first = text.splitlines()[0]
-    assert first.startswith("12:00:00  up failed: 16 items, 1 completed, 1 failed, 1 interrupted, 13 not reached in ")
-    assert "  failed: 3. Build image vllm-lab on lab-1 (transformers>=5) [lab-1]" in text
+    assert first.startswith("12:00:00  up failed: 18 items, 1 completed, 1 failed, 1 interrupted, 15 not reached in ")
+    assert "  failed: 5. Build image vllm-lab on lab-1 (transformers>=5) [lab-1]" in text
     assert text.splitlines()[-1] == "  engine: error: update failed"
 
 
@@ -158,8 +158,8 @@ def test_a_clean_run_ends_finished(lab_items):
     live = live_for(lab_items)
     for item in lab_items:
         feed(live, [pre(item.id), done(item.id)])
-    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 16, "failed": 0}
-    assert live.summary().split("  ", 1)[1].startswith("up finished: 16 items, 16 completed, 0 failed in ")
+    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 18, "failed": 0}
+    assert live.summary().split("  ", 1)[1].startswith("up finished: 18 items, 18 completed, 0 failed in ")
 
 
 def test_a_rollback_shows_each_undo_as_an_item_of_its_own(lab_items):
@@ -171,7 +171,7 @@ def test_a_rollback_shows_each_undo_as_an_item_of_its_own(lab_items):
     sentence = "Start glm.service again on lab-1 (restore)"
     lines = feed(live, [diag(None, progress_line("started", "lab-1", sentence)),
                         diag(None, progress_line("done", "lab-1", sentence))])
-    assert lines == [f"12:00:00  + new item 17: Rollback: {sentence} (rollback after a failure)",
-                     f"12:00:00  [~] 17. Rollback: {sentence} [lab-1]  pending -> in_progress",
-                     f"12:00:00  [x] 17. Rollback: {sentence} [lab-1]  in_progress -> completed"]
+    assert lines == [f"12:00:00  + new item 19: Rollback: {sentence} (rollback after a failure)",
+                     f"12:00:00  [~] 19. Rollback: {sentence} [lab-1]  pending -> in_progress",
+                     f"12:00:00  [x] 19. Rollback: {sentence} [lab-1]  in_progress -> completed"]
     assert live.items[-1].status == "completed" and live.items[-1].node == "lab-1"

@@ -18,7 +18,11 @@ LAB_ORDER = [
     # phase goes first: the engine probe right after the model it needs, the retirement as soon
     # as every check passed (before the model's copy to lab-2, a later phase).
     ("lab-1-fabric-check", "lab-1", "preflight", "Preflight: the fabric link of lab-1 is up (address, MTU, RDMA ports, peers)"),
+    ("lab-1-resources-check", "lab-1", "preflight", "Preflight: lab-1 has no GPU and none is expected (gpu.kind cpu); "
+     "its memory reported against its deployments' claim of 6.9 GB, not enforced"),
     ("lab-2-fabric-check", "lab-2", "preflight", "Preflight: the fabric link of lab-2 is up (address, MTU, RDMA ports, peers)"),
+    ("lab-2-resources-check", "lab-2", "preflight", "Preflight: lab-2 has no GPU and none is expected (gpu.kind cpu); "
+     "its memory reported against its deployments' claim of 6.9 GB, not enforced"),
     ("vllm-lab-build", "lab-1", "image", "Build image vllm-lab on lab-1 (transformers>=5)"),
     ("vllm-lab-sync-lab-2", "lab-1", "image", "Copy image vllm-lab to lab-2 over the fabric"),
     ("tiny-upload", "lab-1", "model", "Upload model tiny from this machine to lab-1"),
@@ -76,7 +80,8 @@ def test_dependencies_come_from_the_plan_and_precede_their_dependents(lab_items)
     assert by_id["tiny-health"].depends_on == ["tiny-lab-1-install"]
     assert by_id["tiny-fetch"].depends_on == ["tiny-upload"]  # the local upload before the remote fetch
     assert set(by_id["tiny-lab-1-install"].depends_on) == {
-        "lab-1-fabric-check", "lab-2-fabric-check", "tiny-preflight-engine", "lab-1-glm-retire", "vllm-lab-build",
+        "lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
+        "tiny-preflight-engine", "lab-1-glm-retire", "vllm-lab-build",
         "vllm-lab-sync-lab-2", "tiny-fetch", "tiny-to-lab-2", "tiny-ray-ready"}
     position = {i.id: n for n, i in enumerate(lab_items)}
     for item in lab_items:
@@ -182,7 +187,8 @@ def test_without_a_plan_file_items_have_no_dependencies_but_keep_phase_then_node
     assert [i.phase for i in items] == sorted((i.phase for i in items), key=PHASES.index)
     # Without dependencies, lab-1's items of a phase come before lab-2's (the stack config's order).
     assert [i.id for i in items if i.phase == "preflight"] == [
-        "lab-1-fabric-check", "tiny-preflight-engine", "lab-2-fabric-check"]
+        "lab-1-fabric-check", "lab-1-resources-check", "tiny-preflight-engine", "lab-2-fabric-check",
+        "lab-2-resources-check"]
     assert [i.id for i in items if i.phase == "cluster"] == [
         "tiny-ray-head-lab-1-install", "tiny-ray-ready", "tiny-ray-worker-lab-2-install"]
 
@@ -193,7 +199,8 @@ def test_without_the_stack_config_nodes_and_sentences_stay_and_ties_keep_the_eng
     assert (by_id["vllm-lab-build"].node, by_id["vllm-lab-build"].content) == (
         "lab-1", "Build image vllm-lab on lab-1 (transformers>=5)")
     assert [i.id for i in items if i.phase == "preflight"] == [
-        "lab-1-fabric-check", "lab-2-fabric-check", "tiny-preflight-engine"]
+        "lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
+        "tiny-preflight-engine"]
     assert [i.id for i in items if i.phase == "cluster"] == [
         "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install", "tiny-ray-ready"]
 

@@ -50,9 +50,9 @@ def test_the_schema_rejects_what_is_not_the_seeds_shape(bad):
 
 def test_json_full_carries_the_extra_keys_and_is_not_the_seeds_shape(lab_items):
     doc = json.loads(render(lab_items, "json-full"))
-    assert doc[3]["id"] == "vllm-lab-sync-lab-2"
-    assert doc[3]["depends_on"] == ["vllm-lab-build"]
-    assert (doc[3]["number"], doc[3]["node"], doc[3]["phase"], doc[3]["reason"]) == (4, "lab-1", "image", "create")
+    assert doc[5]["id"] == "vllm-lab-sync-lab-2"
+    assert doc[5]["depends_on"] == ["vllm-lab-build"]
+    assert (doc[5]["number"], doc[5]["node"], doc[5]["phase"], doc[5]["reason"]) == (6, "lab-1", "image", "create")
     assert set(doc[0]) == {"number", "id", "content", "priority", "status", "node", "phase", "reason", "depends_on",
                            "urn"}
     with pytest.raises(jsonschema.ValidationError):
@@ -62,13 +62,14 @@ def test_json_full_carries_the_extra_keys_and_is_not_the_seeds_shape(lab_items):
 def test_text_groups_by_node_and_keeps_global_numbers(lab_items):
     out = render(lab_items, "text", "lab")
     lines = out.splitlines()
-    assert lines[0].startswith("Todo for stack lab: 16 items, 14 high")
+    assert lines[0].startswith("Todo for stack lab: 18 items, 16 high")
     lab1, lab2 = lines.index("lab-1"), lines.index("lab-2")
     assert lab1 < lab2
     under_lab2 = [ln for ln in lines[lab2 + 1:] if ln.strip()]
-    assert [re.match(r"\s*(\d+)\.", ln).group(1) for ln in under_lab2] == ["2", "11", "16"]
-    assert "Start Ray worker on lab-2" in under_lab2[1]
-    assert "   verify  Check that embeddings.service" in under_lab2[2]  # normal: no '!'
+    assert [re.match(r"\s*(\d+)\.", ln).group(1) for ln in under_lab2] == ["3", "4", "13", "18"]
+    assert "no GPU and none is expected" in under_lab2[1]
+    assert "Start Ray worker on lab-2" in under_lab2[2]
+    assert "   verify  Check that embeddings.service" in under_lab2[3]  # normal: no '!'
     assert "! retire  Stop and disable glm.service on lab-1" in out
 
 
@@ -81,21 +82,22 @@ def test_text_of_an_empty_list_says_so():
 def test_markdown_is_a_checklist_per_node(lab_items):
     lab_items[0].status = "completed"
     lab_items[1].status = "in_progress"
-    lab_items[2].status = "failed"
+    lab_items[4].status = "failed"
     out = render(lab_items, "markdown", "lab")
     lines = out.splitlines()
     lab1, lab2 = lines.index("### lab-1"), lines.index("### lab-2")
     assert lab1 < lab2
     checks = {int(re.match(r"- \[[ x]\] (\d+)\.", ln).group(1)): ln for ln in lines if ln.startswith("- [")}
     assert sorted(checks) == list(range(1, len(lab_items) + 1))
-    # Grouped by node, numbered in the global order: lab-2's fabric check (2) is under lab-2.
-    assert lines.index(checks[2]) > lab2 and lines.index(checks[3]) < lab2
+    # Grouped by node, numbered in the global order: lab-2's fabric check (3) is under lab-2,
+    # lab-1's GPU and memory check (2) and the image build (5) under lab-1.
+    assert lines.index(checks[3]) > lab2 and lines.index(checks[2]) < lab2 and lines.index(checks[5]) < lab2
     assert checks[1] == ("- [x] 1. Preflight: the fabric link of lab-1 is up (address, MTU, RDMA ports, peers) "
                          "**(high)** · preflight · create")
     assert checks[2].endswith(" — *in progress*") and checks[2].startswith("- [ ] 2. ")
-    assert checks[3].endswith(" — **failed**") and checks[3].startswith("- [ ] 3. Build image vllm-lab")
-    assert checks[8] == "- [ ] 8. Stop and disable glm.service on lab-1 **(high)** · retire · create"
-    assert checks[16] == "- [ ] 16. Check that embeddings.service stays up on lab-2 (never touched) · verify · create"
+    assert checks[5].endswith(" — **failed**") and checks[5].startswith("- [ ] 5. Build image vllm-lab")
+    assert checks[10] == "- [ ] 10. Stop and disable glm.service on lab-1 **(high)** · retire · create"
+    assert checks[18] == "- [ ] 18. Check that embeddings.service stays up on lab-2 (never touched) · verify · create"
     assert r"(transformers>=5)" in out
 
 
@@ -106,9 +108,9 @@ def test_mermaid_has_one_edge_per_dependency(lab_items):
     edges = set(re.findall(r"^\s+i(\d+) --> i(\d+)$", out, re.M))
     expected = {(str(number[d]), str(number[i.id])) for i in lab_items for d in i.depends_on}
     assert edges == expected
-    assert ("13", "14") in edges  # the engine unit before the health gate
-    assert ("5", "6") in edges  # the upload from this machine before the fetch on lab-1
-    assert '["3. Build image vllm-lab on lab-1 (transformers#gt;=5)"]' in out
+    assert ("15", "16") in edges  # the engine unit before the health gate
+    assert ("7", "8") in edges  # the upload from this machine before the fetch on lab-1
+    assert '["5. Build image vllm-lab on lab-1 (transformers#gt;=5)"]' in out
     assert out.count("subgraph") == 2
 
 

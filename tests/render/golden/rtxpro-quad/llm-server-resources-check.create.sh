@@ -69,6 +69,25 @@ other=$(awk -F', *' -v want="$want_name" -v n="$count" \
 [ -z "$other" ] || fail "$other, not $want_name ($key.gpu.kind $kind); fix: correct $key.gpu.kind"
 log "$seen GPU(s) visible: $names"
 
+# The driver's CUDA version: the highest the driver runs (nvidia-smi's header), against what the
+# engines here were built for (images[].min_cuda).
+header=$(nvidia-smi 2>&1 | head -n 6 || true)
+driver=$(sed -n 's/.*Driver Version: *\([0-9.]*\).*/\1/p' <<< "$header" | head -n 1)
+driver_cuda=$(sed -n 's/.*CUDA Version: *\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' <<< "$header" | head -n 1)
+need_cuda=13.0
+cuda_key='images[0].min_cuda'
+cuda_image=sglang-main
+driver_hint=' (Linux driver 580.65.06 or newer)'
+[ -n "$driver_cuda" ] || fail "nvidia-smi's header names no CUDA Version ($(head -n 3 <<< "$header" | tr -s ' \n' ' '));" \
+  "fix: check the NVIDIA driver on $node (nvidia-smi must print 'CUDA Version:')"
+if ! awk -v have="$driver_cuda" -v want="$need_cuda" 'BEGIN { split(have, h, "."); split(want, w, ".");
+       exit !(h[1] + 0 > w[1] + 0 || (h[1] + 0 == w[1] + 0 && h[2] + 0 >= w[2] + 0)) }'; then
+  fail "the NVIDIA driver ${driver:-of unknown version} supports CUDA $driver_cuda, but image $cuda_image needs" \
+       "CUDA $need_cuda ($cuda_key); fix: install an NVIDIA driver for CUDA $need_cuda on $node${driver_hint}," \
+       "or correct $cuda_key if the engine was built for an older CUDA"
+fi
+log "driver ${driver:-?} supports CUDA $driver_cuda; image $cuda_image needs $need_cuda ($cuda_key)"
+
 # GPU memory of every compute process: UUID MiB OWNER... (owner: see above).
 apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits 2>/dev/null || true)
 holders=$(while IFS=', ' read -r pid uuid mib; do

@@ -91,6 +91,13 @@ other=$(awk -F', *' -v want="$want_name" -v n="$count" \
 [ -z "$other" ] || fail "$other, not $want_name ($key.gpu.kind $kind); fix: correct $key.gpu.kind"
 log "$seen GPU(s) visible: $names"
 
+# The driver's CUDA version: the highest the driver runs (nvidia-smi's header), against what the
+# engines here were built for (images[].min_cuda).
+header=$(nvidia-smi 2>&1 | head -n 6 || true)
+driver=$(sed -n 's/.*Driver Version: *\([0-9.]*\).*/\1/p' <<< "$header" | head -n 1)
+driver_cuda=$(sed -n 's/.*CUDA Version: *\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' <<< "$header" | head -n 1)
+log "driver ${driver:-?} supports CUDA ${driver_cuda:-?}; no images[].min_cuda for the engines here: not compared"
+
 # GPU memory of every compute process: UUID MiB OWNER... (owner: see above).
 apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid,used_memory --format=csv,noheader,nounits 2>/dev/null || true)
 holders=$(while IFS=', ' read -r pid uuid mib; do

@@ -26,6 +26,8 @@ Environment="NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"
 Environment="VLLM_HOST_IP=192.168.200.12"
 Environment="SGLANG_HOST_IP=192.168.200.12"
 Environment="RAY_NODE_IP_ADDRESS=192.168.200.12"
+Environment="RAY_memory_monitor_refresh_ms=0"
+Environment="RAY_memory_usage_threshold=0.98"
 Environment="VLLM_ATTENTION_BACKEND=FLASHINFER"
 ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/qwen35-ray"
 ExecStartPre="/bin/sh" "-c" "sync && echo 3 > /proc/sys/vm/drop_caches"
@@ -68,6 +70,10 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-ray-head" \
   "SGLANG_HOST_IP" \
   "-e" \
   "RAY_NODE_IP_ADDRESS" \
+  "-e" \
+  "RAY_memory_monitor_refresh_ms" \
+  "-e" \
+  "RAY_memory_usage_threshold" \
   "-e" \
   "VLLM_ATTENTION_BACKEND" \
   "hellohal2064/vllm-qwen3.5-gb10:latest" \

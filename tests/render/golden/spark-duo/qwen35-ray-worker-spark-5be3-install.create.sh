@@ -26,6 +26,8 @@ Environment="NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"
 Environment="VLLM_HOST_IP=192.168.200.13"
 Environment="SGLANG_HOST_IP=192.168.200.13"
 Environment="RAY_NODE_IP_ADDRESS=192.168.200.13"
+Environment="RAY_memory_monitor_refresh_ms=0"
+Environment="RAY_memory_usage_threshold=0.98"
 Environment="VLLM_ATTENTION_BACKEND=FLASHINFER"
 ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/qwen35-ray"
 ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "192.168.200.12" "6379" "300"
@@ -69,6 +71,10 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-ray-worker" \
   "SGLANG_HOST_IP" \
   "-e" \
   "RAY_NODE_IP_ADDRESS" \
+  "-e" \
+  "RAY_memory_monitor_refresh_ms" \
+  "-e" \
+  "RAY_memory_usage_threshold" \
   "-e" \
   "VLLM_ATTENTION_BACKEND" \
   "hellohal2064/vllm-qwen3.5-gb10:latest" \

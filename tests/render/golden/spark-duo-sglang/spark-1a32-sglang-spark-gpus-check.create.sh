@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Preflight, before any unit is stopped, read-only: a container of the engine image, started
+# with --gpus all as the engine's is, lists the GPUs of this node (the NVIDIA container toolkit
+# works with this Docker). Bounded: a hung runtime hook fails the check, not the up.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'preflight container gpus' "$*" >&2; }
+node=spark-1a32
+key='nodes[0]'
+image=sglang-spark
+tag=blackwell-serving/sglang-spark:3179620c3637
+count=1
+bound=120
+fail() { log "node $node: $*; nothing was stopped"; exit 1; }
+fix="fix: install the NVIDIA Container Toolkit on $node and register it with Docker (nvidia-ctk runtime configure --runtime=docker; systemctl restart docker)"
+rc=0
+out=$(timeout -k 10 "$bound" docker run --rm --gpus all --entrypoint nvidia-smi "$tag" -L 2>&1) || rc=$?
+said=$(tr -s '\n' ' ' <<< "$out" | cut -c1-400)
+if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+  fail "docker run --gpus all $tag nvidia-smi -L did not finish in $bound s; $fix"
+fi
+[ "$rc" -eq 0 ] || fail "a container of image $image ($tag) does not see the GPUs: docker run --gpus all ... nvidia-smi -L exits $rc: $said; $fix"
+seen=$(grep -c '^GPU [0-9]' <<< "$out" || true)
+if [ "$seen" -lt "$count" ]; then
+  fail "a container of image $image sees $seen GPU(s) ($said), the host has $count ($key.gpu.count); $fix, and check NVIDIA_VISIBLE_DEVICES in the image"
+fi
+log "a container of image $image sees $seen GPU(s): $(grep '^GPU [0-9]' <<< "$out" | cut -d'(' -f1 | paste -sd ';' - | sed 's/;/; /g')"
