@@ -71,6 +71,8 @@ COMMENTS = {
 }
 # What each step of a todo list is in the seeds' terms (matched on the step's text, first match).
 ADDED = [
+    (r"gateway", "added: one endpoint for the head's clients in place of the retired vllm-proxy.service "
+                 "(seed 002 stopped it)"),
     (r"^Pull image|^Build image", "seed 002 'Determine deployment approach': the approach is the image"),
     (r"^Copy image", "seed 002 'Copy Docker image to …'"),
     (r"^Build venv", "seed 003 'Build latest SGLang main from source with CUDA 13' (listed before the download: "
