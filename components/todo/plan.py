@@ -12,7 +12,7 @@ One item per pending custom resource (remote.Command, local.Command, …); `same
 resources, providers and the stack itself are skipped. Items are ordered by a topological sort
 of their dependencies that, among the items ready at each point, takes the earliest phase
 (preflight, retire, image, model, cluster, serve, verify), then the node's place in the stack config, then
-the engine's own order.
+the item's id: the same stack gives the same list every time.
 """
 
 from __future__ import annotations
@@ -239,9 +239,9 @@ def _unique_ids(urns: list[str]) -> dict[str, str]:
 
 
 def order(items: list[Item], node_order: Mapping[str, int]) -> list[Item]:
-    """Topological by depends_on; among ready items the earliest phase, then node, then the
-    engine's order. An (impossible) cycle is broken rather than dropped."""
-    index = {it.id: i for i, it in enumerate(items)}
+    """Topological by depends_on; among ready items the earliest phase, then node, then id (not
+    the engine's event order: steps register concurrently, so two previews of one stack would
+    list ties differently). An (impossible) cycle is broken rather than dropped."""
     by_id = {it.id: it for it in items}
     waiting = {it.id: {d for d in it.depends_on if d in by_id} for it in items}
     dependents: dict[str, list[str]] = {}
@@ -251,7 +251,7 @@ def order(items: list[Item], node_order: Mapping[str, int]) -> list[Item]:
 
     def key(it: Item):
         phase = PHASES.index(it.phase) if it.phase in PHASES else len(PHASES)
-        return (phase, node_order.get(it.node or "", len(node_order)), index[it.id])
+        return (phase, node_order.get(it.node or "", len(node_order)), it.id)
 
     ready = [(key(it), it.id) for it in items if not waiting[it.id]]
     heapq.heapify(ready)

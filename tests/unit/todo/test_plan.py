@@ -193,16 +193,24 @@ def test_without_a_plan_file_items_have_no_dependencies_but_keep_phase_then_node
         "tiny-ray-head-lab-1-install", "tiny-ray-ready", "tiny-ray-worker-lab-2-install"]
 
 
-def test_without_the_stack_config_nodes_and_sentences_stay_and_ties_keep_the_engines_order():
+def test_without_the_stack_config_nodes_and_sentences_stay_and_ties_go_by_id():
+    """Ties are broken by the item's id, not by the engine's event order, which differs between
+    two previews of the same stack (steps are registered concurrently): one stack, one list."""
     items = fixtures.todo(fixtures.first_preview_events(), None, None)
     by_id = {i.id: i for i in items}
     assert (by_id["vllm-lab-build"].node, by_id["vllm-lab-build"].content) == (
         "lab-1", "Build image vllm-lab on lab-1 (transformers>=5)")
     assert [i.id for i in items if i.phase == "preflight"] == [
-        "lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
+        "lab-1-fabric-check", "lab-1-resources-check", "lab-2-fabric-check", "lab-2-resources-check",
         "tiny-preflight-engine"]
     assert [i.id for i in items if i.phase == "cluster"] == [
-        "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install", "tiny-ray-ready"]
+        "tiny-ray-head-lab-1-install", "tiny-ray-ready", "tiny-ray-worker-lab-2-install"]
+
+
+def test_the_order_does_not_depend_on_the_engines_event_order(lab_spec):
+    events = fixtures.first_preview_events()
+    forward = [i.id for i in fixtures.todo(events, fixtures.plan(), lab_spec)]
+    assert [i.id for i in fixtures.todo(list(reversed(events)), fixtures.plan(), lab_spec)] == forward
 
 
 def test_the_bandwidth_check_is_a_preflight_step_that_gates_the_first_change(lab_spec, monkeypatch):
