@@ -144,8 +144,8 @@ def page(lists: dict[str, list[dict]], seeds: dict[str, list[str]]) -> str:
            "(`../shared/seeds/`), with a comment per difference. Seeds 002 and 003 quote their items; seed 000 "
            "only describes its three items in prose (\"The first todo item—stopping the GLM service—\"), so its "
            "items here are those phrases. Seed 002's fourth item is cut off in the seed itself. Steps that wait for "
-           "nothing between them (two retirements on one node, the checks of two nodes) are listed in the engine's "
-           "order, which can differ between two previews.", ""]
+           "nothing between them (two retirements on one node, the checks of two nodes) are listed by phase, node "
+           "and name, so two previews give the same list.", ""]
     for stack, prefixes in STACKS.items():
         out += [f"## {stack}", "", f"Seeds: {', '.join(prefixes)}.", "", "### The seeds' items", "",
                 "| seed | item | in the todo list |", "|---|---|---|"]
@@ -159,21 +159,6 @@ def page(lists: dict[str, list[dict]], seeds: dict[str, list[str]]) -> str:
             out.append(f"| {n} | {todo['content']} | {todo.get('status', '')} | {comment_for(todo['content'])} |")
         out.append("")
     return "\n".join(out)
-
-
-def comparable(text: str) -> list[str]:
-    """The page without what varies between two previews of the same program: steps that wait
-    for nothing between them (the two retirements on one node, the checks of two nodes) come in
-    the engine's order of registration, which is not always the same; so the rows of each list,
-    without their numbers, as a sorted list."""
-    out, rows = [], []
-    for line in text.splitlines() + [""]:
-        if re.match(r"^\| \d+ \|", line):
-            rows.append(line.split("|", 2)[2])
-            continue
-        out += sorted(rows) + [line]
-        rows = []
-    return out
 
 
 def main() -> int:
@@ -197,7 +182,7 @@ def main() -> int:
         lists = {stack: todo_list(project, backend, stack) for stack in STACKS}
     text = page(lists, seeds)
     if args.check:
-        same = OUTPUT.exists() and comparable(OUTPUT.read_text()) == comparable(text)
+        same = OUTPUT.exists() and OUTPUT.read_text() == text
         print(f"{OUTPUT}: {'up to date' if same else 'out of date; run python scripts/seeds_vs_todo.py'}")
         return 0 if same else 1
     OUTPUT.write_text(text)

@@ -29,14 +29,6 @@ def test_items_from_todowrite_json_numbered_lists_and_prose(tmp_path):
                                                "Determine deployment approach"]
 
 
-def test_check_ignores_the_order_of_rows_but_not_their_text():
-    a = "## s\n| # | step |\n|---|---|\n| 1 | Stop x | pending |\n| 2 | Stop y | pending |\n\n## t\n"
-    b = "## s\n| # | step |\n|---|---|\n| 1 | Stop y | pending |\n| 2 | Stop x | pending |\n\n## t\n"
-    c = a.replace("Stop y", "Stop z")
-    assert seeds_vs_todo.comparable(a) == seeds_vs_todo.comparable(b)
-    assert seeds_vs_todo.comparable(a) != seeds_vs_todo.comparable(c)
-
-
 def test_every_seed_item_of_the_compared_stacks_has_a_comment():
     for (stack, item), comment in seeds_vs_todo.COMMENTS.items():
         assert stack in seeds_vs_todo.STACKS and comment
