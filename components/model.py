@@ -11,7 +11,7 @@ from typing import Sequence
 import pulumi
 
 from . import types
-from .config.schema import FabricSpec, ModelSpec
+from .config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
 from .image import over, peer_values
 from .node import Node
 from .observe import CacheComplete, CacheCopied
@@ -61,7 +61,8 @@ class ModelCache(pulumi.ComponentResource):
             expect=CacheComplete(node, self.path))
         self.ready: dict[str, pulumi.Resource] = {node: self.fetch}
         for peer in peers:
-            values = dict(**common, **peer_values(fetch_node, peer, fabric))
+            values = dict(**common, **peer_values(fetch_node, peer, fabric),
+                          streams=fabric.copy_streams if fabric else DEFAULT_COPY_STREAMS)
             self.ready[peer.name] = run(
                 f"{spec.name}-to-{peer.name}", fetch_node, parent=self, depends_on=[self.fetch],
                 step=StepInfo(node, "model", do=f"Copy model {spec.name} to {peer.name} {over(fabric)}",
