@@ -30,9 +30,10 @@ def sync_image_script(tag: str, peer: lab.Node) -> str:
 
 def old_sync_image_script(tag: str, peer: lab.Node) -> str:
     """The method before issue 14: the whole image, docker save | ssh | docker load."""
-    return render("scripts/sync-image.sh.j2", tag=tag, staging_dir=staging_dir(STATE_DIR),
-                  **peer_values(peer)).replace(
-        "if command -v python3 >/dev/null 2>&1 && peer command -v python3", "if false && peer command -v python3")
+    script = sync_image_script(tag, peer)
+    layered = "if command -v python3 >/dev/null 2>&1 && peer command -v python3"
+    assert layered in script, "sync-image.sh.j2 changed: update old_sync_image_script"
+    return script.replace(layered, "if false && peer command -v python3")
 
 
 def tx_bytes(node: lab.Node) -> int:
