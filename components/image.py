@@ -13,6 +13,7 @@ from .config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
 from .node import Node
 from .observe import ImageCopied, ImagePresent
 from .remote import run, tagged_line
+from .relay import relay_plan
 from .render import digest, render
 from .steps import StepInfo
 
@@ -70,20 +71,32 @@ def peer_values(source: Node, peer: Node, fabric: FabricSpec | None) -> dict:
                 peer_user=peer.spec.ssh.user, peer_host_key=peer.spec.ssh.host_key, peer_key=key)
 
 
+def staging_dir(state_dir: str) -> str:
+    """Where a peer keeps the layers of an image copy while it arrives (one directory per image
+    ID, removed once the image is loaded): what lets an interrupted copy resume."""
+    return f"{state_dir}/image-staging"
+
+
 class ImageSync(pulumi.ComponentResource):
+    """Only the layers a peer lacks cross the fabric (templates/scripts/image_layers.py), staged
+    on the peer as they arrive so an interrupted copy resumes at layer granularity. Past one
+    peer, peers that hold the image pass it on (components/relay.py)."""
+
     def __init__(self, image: ContainerImage, peers: Sequence[Node], fabric: FabricSpec | None,
-                 opts: pulumi.ResourceOptions | None = None):
+                 state_dir: str, opts: pulumi.ResourceOptions | None = None):
         name = f"{image.spec.name}-sync"
         super().__init__(types.IMAGE_SYNC, name, None, opts)
         self.copies = {}
-        for peer in peers:
-            values = dict(tag=image.tag, **peer_values(image.build_node, peer, fabric))
-            self.copies[peer.name] = run(f"{name}-{peer.name}", image.build_node, parent=self,
-                                         step=StepInfo(image.build_node.name, "image",
+        for sender, peer, _, after in relay_plan(image.build_node, peers):
+            values = dict(tag=image.tag, staging_dir=staging_dir(state_dir),
+                          **peer_values(sender, peer, fabric))
+            self.copies[peer.name] = run(f"{name}-{peer.name}", sender, parent=self,
+                                         step=StepInfo(sender.name, "image",
                                                        do=f"Copy image {image.spec.name} to {peer.name} {over(fabric)}",
                                                        undo=f"Remove image {image.spec.name} from {peer.name}"),
-                                         depends_on=[image.build], triggers=[image.image_id],
+                                         depends_on=[image.build, *(self.copies[a.name] for a in after)],
+                                         triggers=[image.image_id],
                                          create=render("scripts/sync-image.sh.j2", **values),
                                          delete=render("scripts/unsync-image.sh.j2", **values),
-                                         expect=ImageCopied(image.build_node.name, peer.name, image.tag))
+                                         expect=ImageCopied(sender.name, peer.name, image.tag))
         self.register_outputs({"peers": [p.name for p in peers]})

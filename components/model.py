@@ -1,6 +1,7 @@
 """ModelCache: a model at its pinned revision in the cache of every node that needs it. Fetched
 once on its fetch node (hub download, an upload from the operator's machine, or a directory
-already there), hashed into a manifest, then copied to peers over the fabric and verified.
+already there), hashed into a manifest, then copied to peers over the fabric (in parallel
+streams; past one peer, relayed by the peers that hold it: components/relay.py) and verified.
 Everything is staged and renamed, so a cache directory is either complete or absent."""
 
 from __future__ import annotations
@@ -11,10 +12,11 @@ from typing import Sequence
 import pulumi
 
 from . import types
-from .config.schema import FabricSpec, ModelSpec
+from .config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
 from .image import over, peer_values
 from .node import Node
 from .observe import CacheComplete, CacheCopied
+from .relay import relay_plan
 from .remote import directory_digest, run, upload
 from .render import render
 from .steps import StepInfo
@@ -60,15 +62,17 @@ class ModelCache(pulumi.ComponentResource):
             stdin=hf_token.apply(lambda t: f"{t}\n") if with_token else None,
             expect=CacheComplete(node, self.path))
         self.ready: dict[str, pulumi.Resource] = {node: self.fetch}
-        for peer in peers:
-            values = dict(**common, **peer_values(fetch_node, peer, fabric))
+        for sender, peer, _, after in relay_plan(fetch_node, peers):
+            values = dict(**common, **peer_values(sender, peer, fabric),
+                          streams=fabric.copy_streams if fabric else DEFAULT_COPY_STREAMS)
             self.ready[peer.name] = run(
-                f"{spec.name}-to-{peer.name}", fetch_node, parent=self, depends_on=[self.fetch],
-                step=StepInfo(node, "model", do=f"Copy model {spec.name} to {peer.name} {over(fabric)}",
+                f"{spec.name}-to-{peer.name}", sender, parent=self,
+                depends_on=[self.fetch, *(self.ready[a.name] for a in after)],
+                step=StepInfo(sender.name, "model", do=f"Copy model {spec.name} to {peer.name} {over(fabric)}",
                               undo=f"Remove model {spec.name} from {peer.name}"),
                 create=render("scripts/sync-model.sh.j2", **values),
                 delete=render("scripts/unsync-model.sh.j2", **values),
-                expect=CacheCopied(node, peer.name, self.path))
+                expect=CacheCopied(sender.name, peer.name, self.path))
         self.register_outputs({"path": self.path, "nodes": list(self.ready)})
 
 

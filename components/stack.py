@@ -56,7 +56,7 @@ class ServingStack(pulumi.ComponentResource):
                 continue
             built = ContainerImage(img, self.nodes[img.build_node], opts=child)
             peers = [self.nodes[n] for n in img.nodes if n != img.build_node]
-            sync = ImageSync(built, peers, spec.fabric, child) if peers else None
+            sync = ImageSync(built, peers, spec.fabric, spec.state_dir, child) if peers else None
             self.images[img.name] = built
             image_ready[img.name] = {img.build_node: built.build, **(sync.copies if sync else {})}
 

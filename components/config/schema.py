@@ -191,6 +191,9 @@ class BandwidthCheck(Strict):
 
 # The key a node uses to log in to its peers (node→node copies), also without a fabric section.
 DEFAULT_PEER_KEY = "/root/.ssh/id_ed25519"
+# Parallel rsync streams of a model copy between nodes: one SSH cipher runs on one core, so one
+# stream fills only a fraction of a fast link; a few fill it without starving the node.
+DEFAULT_COPY_STREAMS = 4
 
 
 class FabricSpec(Strict):
@@ -202,6 +205,9 @@ class FabricSpec(Strict):
     prefix_len: int = Field(24, ge=8, le=30, description="prefix length of the fabric addresses")
     peer_key: NodePath = Field(DEFAULT_PEER_KEY,
                                description="key on each node that logs in to its peers over the fabric (node→node copies)")
+    copy_streams: int = Field(DEFAULT_COPY_STREAMS, ge=1, le=64,
+                              description="parallel rsync streams of a model copy between nodes (files spread over "
+                                          "them by size; one SSH cipher per stream, each on a core of its own)")
     infiniband_device: bool = Field(True, description="pass /dev/infiniband and IPC_LOCK to engine containers")
     disable_ib: bool = Field(False, description="NCCL_IB_DISABLE=1: sockets only (no RDMA hardware, e.g. the lab)")
     bandwidth_check: BandwidthCheck | None = Field(

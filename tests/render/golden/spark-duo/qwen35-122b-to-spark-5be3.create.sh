@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Copy the cached model to a peer over the fabric: skipped when the peer's manifest matches;
-# otherwise rsync'd (resumable) into the peer's staging directory, verified there against the
-# manifest, then renamed into place. Arguments of `peer` are quoted twice (here, and there).
+# otherwise rsync'd (resumable, the files spread over parallel streams) into the peer's staging
+# directory, verified there against the manifest, then renamed into place. Arguments of `peer`
+# are quoted twice (here, and there).
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'model qwen35-122b -> spark-5be3' "$*" >&2; }
 progress_log=/var/log/blackwell-serving/model-qwen35-122b-spark-5be3.log
@@ -45,12 +46,34 @@ if peer cat /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--00000
   log "already there"
   exit 0
 fi
-log "copying $(du -sh "$final" | cut -f1) over the fabric"
 peer mkdir -p /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
 # rsync -e takes one word that it splits on spaces, honouring single quotes (not backslashes).
 rsh=$(printf "'%s' " "${peer_ssh[@]}")
-rsync -a --partial --inplace --info=progress2 --no-inc-recursive --timeout=300 -e "$rsh" \
-  "$final/" root@192.168.200.13:/var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000/ 2>&1 | progress
+# The files spread over up to 4 rsync streams (one SSH cipher each), by size: the
+# largest file first, each to the stream with the fewest bytes so far.
+lists=$(mktemp -d)
+trap 'rm -f "$peer_known_hosts"; rm -rf "$lists"' EXIT
+(cd "$final" && find . ! -type d -printf '%s %P\n') | sort -nr \
+  | awk -v n=4 -v dir="$lists" '{
+      best = 1; for (i = 2; i <= n; i++) if (load[i] < load[best]) best = i
+      load[best] += $1; sub(/^[0-9]+ /, ""); print > (dir "/" best)
+    }'
+count=$(find "$lists" -type f | wc -l)
+log "copying $(du -sh "$final" | cut -f1) over the fabric in $count stream(s)"
+pids=()
+for list in "$lists"/*; do
+  (rsync -a --partial --inplace --info=progress2 --timeout=300 -e "$rsh" --files-from="$list" \
+     "$final/" root@192.168.200.13:/var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000/ 2>&1 | progress) &
+  pids+=("$!")
+done
+failed=0
+for pid in "${pids[@]}"; do
+  wait "$pid" || failed=1
+done
+if [ "$failed" != 0 ]; then
+  log "a copy stream failed (its output: $progress_log); the next run resumes what arrived"
+  exit 1
+fi
 log "verifying on the peer"
 peer 'cd /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 && sha256sum -c --quiet .blackwell-manifest.sha256 && rm -rf /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 && mv /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000'
 log "copied and verified"

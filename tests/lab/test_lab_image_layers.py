@@ -1,0 +1,98 @@
+"""Image copies move only the layers a peer lacks (issue 14), on the lab's Docker 20.10: the
+real sync-image script from lab-1 to lab-2, with the bytes lab-1 sent on its fabric interface.
+The test image is the engine image both nodes hold plus three layers of random bytes built on
+lab-1 (no network), so the peer lacks exactly those three."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+
+import pytest
+
+from tests.lab import topology as lab
+from tests.lab.dist import STATE_DIR, run_script, ssh, sync_image_script
+from tests.lab.helpers import require_lab
+
+pytestmark = pytest.mark.lab
+
+NODE1, NODE2 = lab.nodes(2)
+TAG = "blackwell-serving/layers-test:issue14"
+LAYER_MIB = 200
+
+
+def images(node: lab.Node) -> dict[str, str]:
+    out = ssh(node, "docker image ls --format '{{.Repository}}:{{.Tag}} {{.ID}}'").stdout
+    return dict(line.split() for line in out.splitlines() if not line.startswith("<none>"))
+
+
+@pytest.fixture(scope="module")
+def test_image():
+    require_lab(NODE1, NODE2)
+    both = sorted(set(images(NODE1).items()) & set(images(NODE2).items()))
+    base = next((t for t, _ in both if t.startswith("blackwell-serving/")), None) or (both[0][0] if both else None)
+    if base is None:
+        pytest.skip("no image on both lab nodes to build on: run the lab stack's `up` first")
+    dockerfile = f"FROM {base}\n" + "".join(
+        f"RUN head -c {LAYER_MIB << 20} /dev/urandom > /layer-{i}.bin\n" for i in range(3))
+    ssh(NODE1, f"docker build -q -t {TAG} -", input=dockerfile, timeout=900)
+    ssh(NODE2, f"docker image rm {TAG} >/dev/null 2>&1 || true")
+    yield base
+    for n in (NODE1, NODE2):
+        ssh(n, f"docker image rm {TAG} >/dev/null 2>&1 || true; rm -rf {STATE_DIR}/image-staging", check=False)
+
+
+def image_id(node: lab.Node) -> str:
+    return ssh(node, f"docker image inspect --format '{{{{.Id}}}}' {TAG}").stdout.strip()
+
+
+def test_a_copy_sends_only_the_layers_the_peer_lacks(test_image):
+    total = int(ssh(NODE1, f"docker image inspect --format '{{{{.Size}}}}' {TAG}").stdout)
+    # The three new layers' files: LAYER_MIB each plus a few tar headers.
+    new = 3 * (LAYER_MIB << 20)
+    run = run_script(NODE1, sync_image_script(TAG, NODE2))
+    assert run.rc == 0, run.stderr
+    assert image_id(NODE2) == image_id(NODE1) == run.value("image-id")
+    sent = int(run.value("sent-bytes"))
+    # Exactly the three new layers (the save has no other layer the peer lacks) ...
+    assert new < sent < new + (1 << 20), run.stderr
+    # ... and on the wire: those bytes, SSH framing and the tar's headers, not the image.
+    assert new <= run.fabric_bytes < new * 1.05 + (8 << 20), (run.fabric_bytes, total)
+    assert run.fabric_bytes < total / 4
+    print(f"image {total >> 20} MiB, new layers {new >> 20} MiB, fabric {run.fabric_bytes >> 20} MiB, "
+          f"{run.wall_s:.0f} s")
+    # Nothing left staged once the image is there.
+    assert ssh(NODE2, f"ls {STATE_DIR}/image-staging").stdout.strip() == ""
+
+
+def test_an_interrupted_copy_resumes_at_layer_granularity(test_image):
+    ssh(NODE2, f"docker image rm {TAG} >/dev/null 2>&1 || true")
+    script = sync_image_script(TAG, NODE2)
+    ssh(NODE1, "cat > /tmp/bws-dist-interrupted.sh", input=script)
+    # The copy in its own session on lab-1, killed as soon as the first of the big layers is
+    # whole on the peer (the way a killed step ends: its whole process group).
+    started = ssh(NODE1, "setsid bash /tmp/bws-dist-interrupted.sh </dev/null >/tmp/bws-dist-interrupted.log 2>&1 "
+                         "& echo $!").stdout.strip()
+    staging = f"{STATE_DIR}/image-staging"
+    whole = ""
+    deadline = time.monotonic() + 600
+    while time.monotonic() < deadline and not whole:
+        whole = ssh(NODE2, f"find {staging} -name '*.tar' -size +{LAYER_MIB - 1}M 2>/dev/null | head -1",
+                    check=False).stdout.strip()
+        time.sleep(0.1)
+    assert whole, "no layer arrived on the peer within 10 minutes"
+    ssh(NODE1, f"kill -TERM -- -{started} 2>/dev/null || true; sleep 2; kill -KILL -- -{started} 2>/dev/null || true")
+    time.sleep(2)
+    assert ssh(NODE2, f"docker image inspect {TAG}", check=False).returncode != 0, \
+        "the copy ended before it was interrupted: nothing to resume"
+    kept = int(ssh(NODE2, f"stat -c %s {whole}").stdout)
+    run = run_script(NODE1, script)
+    assert run.rc == 0, run.stderr
+    assert image_id(NODE2) == image_id(NODE1)
+    assert "already staged on the peer" in run.stderr
+    assert "put back" in run.stderr
+    sent = int(run.value("sent-bytes"))
+    # The resumed copy sent at most what was left: the staged layer did not cross again.
+    assert sent <= 3 * ((LAYER_MIB << 20) + (1 << 20)) - kept, run.stderr
+    assert run.fabric_bytes < sent + (8 << 20)
