@@ -14,6 +14,11 @@ the layers the peer lacks cross the fabric.
       Each layer file is kept in STAGING while it passes (`DIR.tar.part`, renamed `DIR.tar` once
       whole): a copy interrupted at any moment resumes at layer granularity. At the end the
       layers the sender left out because they were staged are put back from STAGING.
+  plan FACTS  prints `whole` when the peer holds no layer of the image and has none staged (then
+      the script sends plain `docker save` and the peer keeps the stream with `tee`: no Python
+      pass over the bytes on either side, the first copy costs what the old pipe cost), else `filter`.
+  split STAGING  (on the peer, before the facts are gathered) turns STAGING/stream.tar.part, the
+      stream an interrupted `tee` kept, into the `DIR.tar` files of the layers it holds whole.
 
 Which directory of the save holds which layer: its name is the legacy v1 ID that `docker save`
 derives from the layer's chain ID, its parent's v1 ID and the layer's `json` (which comes before
@@ -31,6 +36,7 @@ import sys
 import tarfile
 
 BLOCK = 1 << 20
+STREAM = "stream.tar.part"               # what `tee` keeps of a whole-image copy on the peer
 
 
 def say(step: str, text: str) -> None:
@@ -214,12 +220,46 @@ class _Tee:
         return block
 
 
+def plan(facts: str) -> int:
+    diff_ids, peer, staged = read_facts(facts)
+    held = {c for layers in peer for c in chain_ids(layers)}
+    print("filter" if staged or held & set(chain_ids(diff_ids)) else "whole")
+    return 0
+
+
+def split(staging: str) -> int:
+    stream = os.path.join(staging, STREAM)
+    if not os.path.isfile(stream):
+        return 0
+    try:
+        with open(stream, "rb") as f:
+            src = tarfile.open(fileobj=f, mode="r|", bufsize=BLOCK)
+            for member in src:
+                top, _, leaf = member.name.partition("/")
+                if leaf == "layer.tar" and member.isfile():
+                    part = os.path.join(staging, f"{top}.tar.part")
+                    with open(part, "wb") as keep:
+                        copy(src.extractfile(member), keep, member.size)
+                    os.replace(part, os.path.join(staging, f"{top}.tar"))
+    except (EOFError, tarfile.TarError):
+        pass                             # the stream ends where the copy was interrupted
+    for name in os.listdir(staging):
+        if name.endswith(".part"):
+            os.remove(os.path.join(staging, name))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "plan":
+        return plan(argv[1])
+    if len(argv) == 2 and argv[0] == "split":
+        return split(argv[1])
     if len(argv) == 5 and argv[0] == "send":
         return send(*argv[1:])
     if len(argv) == 3 and argv[0] == "receive":
         return receive(argv[1], argv[2])
-    print("usage: image_layers.py send IMAGE_ID STEP FACTS RESULT | receive STAGING STEP", file=sys.stderr)
+    print("usage: image_layers.py send IMAGE_ID STEP FACTS RESULT | receive STAGING STEP | plan FACTS"
+          " | split STAGING", file=sys.stderr)
     return 2
 
 

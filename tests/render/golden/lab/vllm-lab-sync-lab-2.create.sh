@@ -2,8 +2,10 @@
 # Put the image on a peer over the fabric: skipped when the peer already has the same image ID;
 # otherwise only the layers the peer lacks cross (image_layers.py: `docker save` filtered down to
 # them here, kept in a staging directory on the peer as they arrive, `docker load` there), then
-# checked by ID. An interrupted copy resumes at layer granularity: the next run leaves out what
-# the peer has staged. Without python3 on both sides: the whole image, docker save | docker load.
+# checked by ID. A peer holding no layer of the image gets plain `docker save`, kept as it passes
+# by `tee` (the first copy costs what the old pipe cost). An interrupted copy resumes at layer
+# granularity: the next run leaves out what the peer has staged (and first cuts a kept stream
+# into layer files). Without python3 on both sides: the whole image, docker save | docker load.
 # Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/vllm-lab:2b5ceeb6797a -> lab-2' "$*" >&2; }
@@ -64,6 +66,11 @@ the layers the peer lacks cross the fabric.
       Each layer file is kept in STAGING while it passes (`DIR.tar.part`, renamed `DIR.tar` once
       whole): a copy interrupted at any moment resumes at layer granularity. At the end the
       layers the sender left out because they were staged are put back from STAGING.
+  plan FACTS  prints `whole` when the peer holds no layer of the image and has none staged (then
+      the script sends plain `docker save` and the peer keeps the stream with `tee`: no Python
+      pass over the bytes on either side, the first copy costs what the old pipe cost), else `filter`.
+  split STAGING  (on the peer, before the facts are gathered) turns STAGING/stream.tar.part, the
+      stream an interrupted `tee` kept, into the `DIR.tar` files of the layers it holds whole.
 
 Which directory of the save holds which layer: its name is the legacy v1 ID that `docker save`
 derives from the layer's chain ID, its parent's v1 ID and the layer's `json` (which comes before
@@ -81,6 +88,7 @@ import sys
 import tarfile
 
 BLOCK = 1 << 20
+STREAM = "stream.tar.part"               # what `tee` keeps of a whole-image copy on the peer
 
 
 def say(step: str, text: str) -> None:
@@ -264,12 +272,46 @@ class _Tee:
         return block
 
 
+def plan(facts: str) -> int:
+    diff_ids, peer, staged = read_facts(facts)
+    held = {c for layers in peer for c in chain_ids(layers)}
+    print("filter" if staged or held & set(chain_ids(diff_ids)) else "whole")
+    return 0
+
+
+def split(staging: str) -> int:
+    stream = os.path.join(staging, STREAM)
+    if not os.path.isfile(stream):
+        return 0
+    try:
+        with open(stream, "rb") as f:
+            src = tarfile.open(fileobj=f, mode="r|", bufsize=BLOCK)
+            for member in src:
+                top, _, leaf = member.name.partition("/")
+                if leaf == "layer.tar" and member.isfile():
+                    part = os.path.join(staging, f"{top}.tar.part")
+                    with open(part, "wb") as keep:
+                        copy(src.extractfile(member), keep, member.size)
+                    os.replace(part, os.path.join(staging, f"{top}.tar"))
+    except (EOFError, tarfile.TarError):
+        pass                             # the stream ends where the copy was interrupted
+    for name in os.listdir(staging):
+        if name.endswith(".part"):
+            os.remove(os.path.join(staging, name))
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "plan":
+        return plan(argv[1])
+    if len(argv) == 2 and argv[0] == "split":
+        return split(argv[1])
     if len(argv) == 5 and argv[0] == "send":
         return send(*argv[1:])
     if len(argv) == 3 and argv[0] == "receive":
         return receive(argv[1], argv[2])
-    print("usage: image_layers.py send IMAGE_ID STEP FACTS RESULT | receive STAGING STEP", file=sys.stderr)
+    print("usage: image_layers.py send IMAGE_ID STEP FACTS RESULT | receive STAGING STEP | plan FACTS"
+          " | split STAGING", file=sys.stderr)
     return 2
 
 
@@ -278,7 +320,10 @@ if __name__ == "__main__":
 IMAGE_LAYERS_PY
   # What the peer holds: the layers of each of its images, and what an interrupted copy of this
   # image staged there (staging left by copies of other images is dropped).
+  code=$(cat "$work/image_layers.py")
   peer "mkdir -p $(printf %q "$staging_root") && find $(printf %q "$staging_root") -mindepth 1 -maxdepth 1 ! -name $(printf %q "${want#sha256:}") -exec rm -rf {} +"
+  # A whole-image stream an interrupted copy kept: cut into the layer files it holds whole.
+  peer "if [ -f $(printf %q "$stage/stream.tar.part") ]; then python3 -c $(printf %q "$code") split $(printf %q "$stage"); fi"
   {
     echo "image $(docker image inspect --format '{{json .RootFS.Layers}}' blackwell-serving/vllm-lab:2b5ceeb6797a)"
     ids=$(peer docker image ls -aq --no-trunc | sort -u)
@@ -288,13 +333,21 @@ IMAGE_LAYERS_PY
     fi
     peer "ls $(printf %q "$stage") 2>/dev/null || true" | sed -n 's/^\([0-9a-f]\{64\}\)\.tar$/staged \1/p'
   } > "$work/facts"
-  log "copying the layers of $((size / 1048576)) MiB that the peer lacks over the fabric"
-  code=$(cat "$work/image_layers.py")
   step_name='image blackwell-serving/vllm-lab:2b5ceeb6797a -> lab-2'
-  { docker save blackwell-serving/vllm-lab:2b5ceeb6797a \
-      | python3 "$work/image_layers.py" send "$want" "$step_name" "$work/facts" "$work/result" \
-      | peer "set -o pipefail; python3 -c $(printf %q "$code") receive $(printf %q "$stage") $(printf %q "$step_name") | docker load"; } 2>&1 | progress
-  sent=$(sed -n 's/^sent-bytes=//p' "$work/result")
+  if [ "$(python3 "$work/image_layers.py" plan "$work/facts")" = whole ]; then
+    # The peer holds none of it: plain `docker save`, kept on the peer by `tee` as it passes
+    # (split into layer files by the next run if this one is interrupted). No Python pass.
+    log "copying all $((size / 1048576)) MiB (the peer holds no layer of it) over the fabric"
+    { docker save blackwell-serving/vllm-lab:2b5ceeb6797a \
+        | peer "set -o pipefail; mkdir -p $(printf %q "$stage") && tee $(printf %q "$stage/stream.tar.part") | docker load"; } 2>&1 | progress
+    sent=$size
+  else
+    log "copying the layers of $((size / 1048576)) MiB that the peer lacks over the fabric"
+    { docker save blackwell-serving/vllm-lab:2b5ceeb6797a \
+        | python3 "$work/image_layers.py" send "$want" "$step_name" "$work/facts" "$work/result" \
+        | peer "set -o pipefail; python3 -c $(printf %q "$code") receive $(printf %q "$stage") $(printf %q "$step_name") | docker load"; } 2>&1 | progress
+    sent=$(sed -n 's/^sent-bytes=//p' "$work/result")
+  fi
 else
   log "copying $((size / 1048576)) MiB over the fabric (whole image: no python3 on both sides)"
   if command -v pv >/dev/null 2>&1; then

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Remove the image tag we copied to a peer.
+# Remove the image tag we copied to a peer, and anything a copy left staged there.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/sglang-spark:3179620c3637 -> spark-5be3' "$*" >&2; }
 peer_known_hosts=$(mktemp)
@@ -11,4 +11,6 @@ peer_ssh=(ssh -F /dev/null -i /root/.ssh/id_ed25519 -o IdentitiesOnly=yes -o Bat
           -o ServerAliveCountMax=4 -o Compression=no -o LogLevel=ERROR)
 peer() { "${peer_ssh[@]}" root@192.168.200.13 "$@"; }
 peer docker image rm blackwell-serving/sglang-spark:3179620c3637 >/dev/null 2>&1 || true
+# What an interrupted copy staged there (sync-image.sh.j2 keeps one image's at a time).
+peer rm -rf /var/lib/blackwell-serving/image-staging
 log "removed from peer"
