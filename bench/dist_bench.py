@@ -1,5 +1,6 @@
 """Distribution benchmark on the lab (issue 14; a script, not a test): the old way and the new one
-side by side, in one run, traffic only between the lab's nodes (needs `tests/lab/lab up --nodes 4`).
+side by side, in one run, traffic only between the lab's nodes (c and d need `tests/lab/lab up --nodes 4`;
+(a) and (b) run on 2 nodes, with lab-2 as the peer).
 
     flock /tmp/bws-lab.lock python bench/dist_bench.py [--only a,b,c,d]
 
@@ -40,8 +41,11 @@ from tests.lab import topology as lab  # noqa: E402
 from tests.lab.dist import (old_sync_image_script, peer_values, put_script, run_script, ssh,  # noqa: E402
                             sync_image_script, tx_bytes)
 
-NODES = lab.nodes(4)
-SRC, N2, N3, N4 = NODES
+SRC, N2, N3, N4 = lab.nodes(4)
+NODES = lab.nodes(min(4, lab.node_count()))   # the nodes up: bytes are counted on these
+# The peer of (a) and (b): lab-3 (holds nothing of the lab stack), or lab-2 on a 2-node lab; when
+# lab-2 runs the lab stack's engine (so holds its image), (a) copies the flattened engine image.
+PEER = N3 if len(NODES) >= 3 else N2
 MODELS = "/var/lib/blackwell-serving/models"
 GEN = "bench--generated--v1"
 GEN_FILES, GEN_FILE_MIB = 10, 240            # 2.34 GiB of incompressible shards
@@ -109,13 +113,28 @@ def side_by_side(name: str, old: tuple[float, int], new: tuple[float, int], **ex
     return row
 
 
+def flat_image(tag: str) -> str:
+    """The engine image's files as one layer no peer holds."""
+    if not has_image(SRC, FLAT_TAG):
+        ssh(SRC, f"set -e; c=$(docker create {tag}); docker export $c | docker import - {FLAT_TAG} >/dev/null; "
+                 "docker rm $c >/dev/null", timeout=3600)
+    return FLAT_TAG
+
+
 def case_a(tag: str) -> dict:
-    drop_image(N3, tag)
-    old = timed(lambda: copy_image(SRC, N3, tag, old=True))
-    drop_image(N3, tag)
-    new = timed(lambda: copy_image(SRC, N3, tag, old=False))
-    return side_by_side("a: first distribution of the engine image (lab-1 -> lab-3)", old, new,
-                        image_bytes=image_bytes(tag))
+    what = "the engine image"
+    if ssh(PEER, f"docker ps -q --filter ancestor={tag}").stdout.strip():
+        tag, what = flat_image(tag), f"the engine image flattened ({PEER.name} runs the engine)"
+    drop_image(PEER, tag)
+    old = timed(lambda: copy_image(SRC, PEER, tag, old=True))
+    drop_image(PEER, tag)
+    new = timed(lambda: copy_image(SRC, PEER, tag, old=False))
+    row = side_by_side(f"a: first distribution of {what} (lab-1 -> {PEER.name})", old, new,
+                       image_bytes=image_bytes(tag))
+    if tag == FLAT_TAG:
+        for n in (SRC, PEER):
+            drop_image(n, FLAT_TAG)
+    return row
 
 
 def build_update(tag: str) -> None:
@@ -129,17 +148,17 @@ def build_update(tag: str) -> None:
 
 
 def case_b(tag: str) -> dict:
-    if not has_image(N3, tag):
-        copy_image(SRC, N3, tag, old=False)
+    if not has_image(PEER, tag):
+        copy_image(SRC, PEER, tag, old=False)
     build_update(tag)
     layer = int(ssh(SRC, f"docker history --format '{{{{.Size}}}}' --human=false {UPDATE_TAG} | head -3 | sort -n | tail -1").stdout)
-    drop_image(N3, UPDATE_TAG)
-    old = timed(lambda: copy_image(SRC, N3, UPDATE_TAG, old=True))
-    drop_image(N3, UPDATE_TAG)
-    new = timed(lambda: copy_image(SRC, N3, UPDATE_TAG, old=False))
-    row = side_by_side("b: update, only the transformers layer new (lab-1 -> lab-3 holding the engine image)",
+    drop_image(PEER, UPDATE_TAG)
+    old = timed(lambda: copy_image(SRC, PEER, UPDATE_TAG, old=True))
+    drop_image(PEER, UPDATE_TAG)
+    new = timed(lambda: copy_image(SRC, PEER, UPDATE_TAG, old=False))
+    row = side_by_side(f"b: update, only the transformers layer new (lab-1 -> {PEER.name} holding the engine image)",
                        old, new, image_bytes=image_bytes(UPDATE_TAG), new_layer_bytes=layer)
-    drop_image(N3, UPDATE_TAG)
+    drop_image(PEER, UPDATE_TAG)
     drop_image(SRC, UPDATE_TAG)
     return row
 
@@ -205,9 +224,7 @@ def case_d(tag: str) -> list[dict]:
     peers = [N2, N3, N4]
     rows = []
     # The image: flattened (one layer, the engine image's files), so no peer holds any of it.
-    if not has_image(SRC, FLAT_TAG):
-        ssh(SRC, f"set -e; c=$(docker create {tag}); docker export $c | docker import - {FLAT_TAG} >/dev/null; "
-                 "docker rm $c >/dev/null", timeout=3600)
+    flat_image(tag)
     for p in peers:
         drop_image(p, FLAT_TAG)
     old = timed(lambda: in_parallel([lambda p=p: copy_image(SRC, p, FLAT_TAG, old=True) for p in peers]))
@@ -235,9 +252,9 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default="a,b,c,d", help="cases to run, e.g. a,c")
     args = ap.parse_args()
-    if lab.node_count() < 4:
-        raise SystemExit("needs 4 lab nodes: tests/lab/lab up --nodes 4")
     cases = set(args.only.split(","))
+    if len(NODES) < 4 and cases & {"c", "d"}:
+        raise SystemExit("cases c and d need 4 lab nodes: tests/lab/lab up --nodes 4")
     tag = engine_tag()
     rows: list[dict] = []
     try:
@@ -250,8 +267,8 @@ def main() -> int:
         if "d" in cases:
             rows.extend(case_d(tag))
     finally:
-        drop_image(N3, tag)
-        drop_image(N4, tag)
+        for n in NODES[2:]:
+            drop_image(n, tag)
         drop_model(SRC)
         out = REPO / "bench" / "results" / f"dist-{time.strftime('%Y%m%dT%H%M%S')}.json"
         out.parent.mkdir(exist_ok=True)

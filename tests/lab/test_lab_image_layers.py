@@ -96,3 +96,47 @@ def test_an_interrupted_copy_resumes_at_layer_granularity(test_image):
     # The resumed copy sent at most what was left: the staged layer did not cross again.
     assert sent <= 3 * ((LAYER_MIB << 20) + (1 << 20)) - kept, run.stderr
     assert run.fabric_bytes < sent + (8 << 20)
+
+
+SCRATCH_TAG = "blackwell-serving/layers-test:scratch"
+
+
+def test_an_interrupted_whole_image_copy_resumes_from_the_kept_stream(test_image):
+    """A peer holding no layer of the image gets plain `docker save`, kept there by `tee`; the
+    next run cuts what arrived into whole layers and sends only the rest."""
+    ssh(NODE1, f"set -e; d=$(mktemp -d); cd $d; for i in 0 1 2; do head -c {LAYER_MIB}M /dev/urandom > l$i; done; "
+               "printf 'FROM scratch\\nCOPY l0 /\\nCOPY l1 /\\nCOPY l2 /\\n' > Dockerfile; "
+               f"docker build -q -t {SCRATCH_TAG} . >/dev/null; cd /; rm -rf $d", timeout=900)
+    ssh(NODE2, f"docker image rm {SCRATCH_TAG} >/dev/null 2>&1 || true")
+    try:
+        script = sync_image_script(SCRATCH_TAG, NODE2)
+        ssh(NODE1, "cat > /tmp/bws-dist-interrupted.sh", input=script)
+        started = ssh(NODE1, "setsid bash /tmp/bws-dist-interrupted.sh </dev/null >/tmp/bws-dist-interrupted.log "
+                             "2>&1 & echo $!").stdout.strip()
+        stream = f"{STATE_DIR}/image-staging/*/stream.tar.part"
+        # Killed once the kept stream holds the first layer whole (a layer and the tar's headers).
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline:
+            size = ssh(NODE2, f"stat -c %s {stream} 2>/dev/null || echo 0", check=False).stdout.split()
+            if size and int(size[0]) > (LAYER_MIB + 4) << 20:
+                break
+            time.sleep(0.1)
+        else:
+            pytest.fail("the kept stream did not reach one layer within 10 minutes")
+        ssh(NODE1, f"kill -TERM -- -{started} 2>/dev/null || true; sleep 2; kill -KILL -- -{started} 2>/dev/null || true")
+        time.sleep(2)
+        assert "holds no layer of it" in ssh(NODE1, "cat /tmp/bws-dist-interrupted.log").stdout
+        assert ssh(NODE2, f"docker image inspect {SCRATCH_TAG}", check=False).returncode != 0, \
+            "the copy ended before it was interrupted: nothing to resume"
+        run = run_script(NODE1, script)
+        assert run.rc == 0, run.stderr
+        want = ssh(NODE1, f"docker image inspect --format '{{{{.Id}}}}' {SCRATCH_TAG}").stdout.strip()
+        assert ssh(NODE2, f"docker image inspect --format '{{{{.Id}}}}' {SCRATCH_TAG}").stdout.strip() == want
+        assert "already staged on the peer" in run.stderr and "put back" in run.stderr, run.stderr
+        sent = int(run.value("sent-bytes"))
+        assert sent <= 2 * ((LAYER_MIB << 20) + (1 << 20)), run.stderr
+        assert run.fabric_bytes < sent + (8 << 20)
+        assert ssh(NODE2, f"ls {STATE_DIR}/image-staging").stdout.strip() == ""
+    finally:
+        for n in (NODE1, NODE2):
+            ssh(n, f"docker image rm {SCRATCH_TAG} >/dev/null 2>&1 || true", check=False)
