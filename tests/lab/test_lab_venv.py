@@ -55,6 +55,10 @@ def venv_stack(c: dict) -> None:
     d.update(image=IMAGE, nodes=["lab-1"], topology="single", health={"timeout_s": 600})
     for key in ("executor", "docker"):
         d.pop(key, None)
+    # The engine shares the node's own /dev/shm, 64 MB (the docker runtime gives its container 2 GB):
+    # vLLM's executor queue takes 10 chunks of VLLM_MQ_MAX_CHUNK_BYTES_MB (default 16: 160 MB, refused;
+    # its CPU platform insists on that executor even for one worker). 4 MB chunks: 40 MB.
+    d["env"] = {**d.get("env", {}), "VLLM_MQ_MAX_CHUNK_BYTES_MB": "4"}
     # The fabric's bandwidth check runs in an engine image; this stack has none.
     c.pop("blackwell-serving:fabric", None)
 
