@@ -22,9 +22,10 @@ from tests.lab.helpers import Stack, api_key, changes, nodes_as_found, require_l
 pytestmark = pytest.mark.lab
 
 NODE1, NODE2 = lab.nodes(2)
-PORT = 8000
-SERVED = "tiny-llama"
-UNIT = "bws-tiny.service"
+# Its own names, port and model cache: the test's stack runs beside whatever else the lab serves.
+PORT = 8010
+SERVED = "tiny-venv"
+UNIT = "bws-tiny-venv.service"
 IMAGE = "vllm-venv"
 ROOT = f"/opt/blackwell-serving/venvs/{IMAGE}"
 BUILD_STEP = f"{IMAGE}-venv-lab-1"
@@ -50,13 +51,16 @@ def venv_stack(c: dict) -> None:
                  "requirements": lock_pins(), "no_deps": True,
                  "find_links": [venv_node.WHEELS], "no_index": True,
                  "build_timeout_s": 3600}}]
-    c["blackwell-serving:models"][0]["nodes"] = ["lab-1"]
+    c["blackwell-serving:models"][0].update(name="tiny-venv", revision="lab-venv", nodes=["lab-1"])
     d = c["blackwell-serving:deployments"][0]
-    d.update(image=IMAGE, nodes=["lab-1"], topology="single", health={"timeout_s": 600})
+    d.update(name="tiny-venv", model="tiny-venv", served_name=SERVED, port=PORT, image=IMAGE, nodes=["lab-1"],
+             topology="single", health={"timeout_s": 600})
     for key in ("executor", "docker"):
         d.pop(key, None)
-    # The fabric's bandwidth check runs in an engine image; this stack has none.
-    c.pop("blackwell-serving:fabric", None)
+    # The fabric's bandwidth check runs in an engine image; this stack has none. glm and the
+    # embeddings server are the docker stacks' tests' business: this one neither retires nor keeps.
+    for key in ("fabric", "retire", "keep", "ray"):
+        c.pop(f"blackwell-serving:{key}", None)
 
 
 def completion() -> dict:
@@ -88,9 +92,8 @@ def deployed(tmp_path_factory):
     require_lab(NODE1, NODE2)
     api_key()
     found = nodes_as_found()
-    left = {n.name: sh(n, "systemctl list-units --all --plain --no-legend 'bws-*' | awk '{print $1}' | xargs")
-            for n in (NODE1, NODE2)}
-    assert not any(left.values()), f"the lab has units of ours left: {left}"
+    left = sh(NODE1, f"systemctl list-units --all --plain --no-legend 'bws-tiny-venv*' | awk '{{print $1}}' | xargs")
+    assert not left, f"the lab has this test's units left: {left}"
     added: dict = {}
     state = {"found": found, "destroyed": False}
     try:
@@ -124,7 +127,7 @@ def test_up_builds_the_venv_from_the_pinned_patched_source_and_serves(deployed):
     assert sh(NODE1, f"{venv}/bin/vllm --version 2>/dev/null | tail -n1") == "0.32.0"
     assert f"ExecStart={ROOT}/current/bin/vllm" in sh(NODE1, f"systemctl cat {UNIT}")
     # No container: the engine is a process of the unit, from the venv.
-    assert sh(NODE1, "docker ps -q --filter name=bws-") == ""
+    assert sh(NODE1, "docker ps -q --filter name=bws-tiny-venv") == ""
     pid = unit_prop(NODE1, UNIT, "MainPID")
     assert sh(NODE1, f"readlink /proc/{pid}/exe").startswith(venv), "the unit's process is not the venv's python"
     reply = completion()
@@ -159,7 +162,7 @@ def test_unit_edited_by_hand_is_drift_and_up_rewrites_it(deployed):
     original = sh(NODE1, f"sha256sum {unit_file} | cut -d' ' -f1")
     sh(NODE1, f"sed -i 's/^RestartSec=10$/RestartSec=99/' {unit_file} && systemctl daemon-reload")
     assert sh(NODE1, f"sha256sum {unit_file} | cut -d' ' -f1") != original
-    assert preview_changes(stack) == [("update", "tiny-lab-1-install")]
+    assert preview_changes(stack) == [("update", "tiny-venv-lab-1-install")]
     up_ok(stack)
     assert sh(NODE1, f"sha256sum {unit_file} | cut -d' ' -f1") == original
     assert unit_prop(NODE1, UNIT, "ActiveState") == "active"
