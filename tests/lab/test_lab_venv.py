@@ -114,7 +114,10 @@ def deployed(tmp_path_factory):
 def test_up_builds_the_venv_from_the_pinned_patched_source_and_serves(deployed):
     out = deployed["first_up"]
     print(f"first up (venv build included): {deployed['first_up_s']:.0f} s")
-    assert f"Build venv {IMAGE} on lab-1 from source (vllm-cpu at {COMMIT[:12]})" in out, out[-6000:]
+    for line in (f"fetching file:///srv/bws-lab-venv/vllm-cpu.git at {COMMIT}",
+                 "applied patch 000-vllm-cpu-cli-version.patch", "[blackwell verify] vllm 0.32.0 imports from",
+                 "vllm --help knows all 10 of 10 flags we pass", "current is now"):
+        assert line in out, (line, out[-6000:])
     digest = sh(NODE1, f"readlink {ROOT}/current")
     venv = f"{ROOT}/{digest}"
     # Built from the pinned commit with the patch applied, and marked built.
