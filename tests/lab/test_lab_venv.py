@@ -132,7 +132,8 @@ def test_up_builds_the_venv_from_the_pinned_patched_source_and_serves(deployed):
     # No container: the engine is a process of the unit, from the venv.
     assert sh(NODE1, "docker ps -q --filter name=bws-tiny-venv") == ""
     pid = unit_prop(NODE1, UNIT, "MainPID")
-    assert sh(NODE1, f"readlink /proc/{pid}/exe").startswith(venv), "the unit's process is not the venv's python"
+    # (its interpreter is the venv's bin/python3, a link to the node's python: the command line says which)
+    assert sh(NODE1, f"tr '\\0' ' ' < /proc/{pid}/cmdline").startswith(f"{venv}/bin/python3 {ROOT}/current/bin/vllm serve")
     reply = completion()
     assert reply["choices"] and reply["choices"][0]["message"]["content"] is not None, reply
 
