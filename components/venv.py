@@ -103,6 +103,10 @@ def recipe(img: ImageSpec, commit: str | None, patches: Sequence[tuple[str, str]
                                                     "extras": list(v.source.extras)},
            "wheels": [w.model_dump() if isinstance(w, WheelFile) else w for w in v.wheels],
            "patches": {name: hashlib.sha256(base64.b64decode(b64)).hexdigest() for name, b64 in patches}}
+    # Named only when set, so that the recipes (and venv directories) written before these keys stay.
+    for key in ("find_links", "no_index", "no_deps"):
+        if getattr(v, key):
+            doc[key] = getattr(v, key)
     return json.dumps(doc, sort_keys=True)
 
 

