@@ -53,13 +53,18 @@ def project(tmp_path: Path) -> Path:
     return copy_project(tmp_path)
 
 
-def pulumi(project: Path, *args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+def engine_env(project: Path, env: dict | None = None) -> dict:
+    """The environment of a CLI run on the project copy: its own backend and passphrase."""
     full_env = {**os.environ,
                 "PULUMI_BACKEND_URL": f"file://{project.parent / 'backend'}",
                 "PULUMI_CONFIG_PASSPHRASE": "engine-tests",
                 **(env or {})}
     full_env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
-    return subprocess.run(["pulumi", *args, "--non-interactive"], cwd=project, env=full_env,
+    return full_env
+
+
+def pulumi(project: Path, *args: str, env: dict | None = None, timeout: int = 300) -> subprocess.CompletedProcess:
+    return subprocess.run(["pulumi", *args, "--non-interactive"], cwd=project, env=engine_env(project, env),
                           capture_output=True, text=True, timeout=timeout)
 
 

@@ -10,7 +10,7 @@ import subprocess
 import time
 
 from components import reaper
-from tests.engine.conftest import pulumi
+from tests.engine.conftest import engine_env, pulumi
 
 # The project's program replaced by one slow step; it starts the watcher as __main__.py does.
 PROGRAM = """
@@ -24,11 +24,8 @@ command.local.Command("slow", create="sleep 240")
 def test_nothing_of_a_killed_up_outlives_it(project):
     (project / "__main__.py").write_text(PROGRAM)
     assert pulumi(project, "stack", "init", "killed").returncode == 0
-    env = {**os.environ, "PULUMI_BACKEND_URL": f"file://{project.parent / 'backend'}",
-           "PULUMI_CONFIG_PASSPHRASE": "engine-tests"}
-    env.pop("PULUMI_CONFIG_PASSPHRASE_FILE", None)
     cli = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive", "--stack", "killed"],
-                           cwd=project, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+                           cwd=project, env=engine_env(project), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         below: dict[int, int] = {}
         deadline = time.monotonic() + 120
