@@ -97,12 +97,15 @@ class RayCluster(pulumi.ComponentResource):
                       f"bws-{name}-worker.service", f"bws-{name}-worker",
                       [*depends_on, self.head_unit], waits=True)
             for w in workers]
+        # Each start of a Ray unit by its install step: the join is checked again after it.
+        self.started = [u.started for u in (self.head_unit, *self.worker_units)]
         self.ready = run(f"{name}-ready", head, parent=self,
                          step=StepInfo(head.name, "cluster", do=f"Wait until every node has joined Ray cluster {name}",
                                        undo=f"Forget the readiness check of Ray cluster {name}"),
                          depends_on=[self.head_unit, *self.worker_units],
                          create=render("scripts/wait-ray.sh.j2", cluster=name, container=self.container,
                                        expected=1 + len(workers), timeout_s=ray.join_timeout_s),
+                         triggers=self.started,
                          expect=RayMembers(head.name, self.container, 1 + len(workers)))
         self.register_outputs({"head": head.name, "workers": [w.name for w in workers],
                                "address": self.address})

@@ -106,6 +106,9 @@ class Deployment(pulumi.ComponentResource):
                           unit=unit_name, timeout_s=spec.health.timeout_s,
                           engine_digest=digest(*(u.unit_text for u in self.units)), **completion),
             expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"),
+            # Checked again after every start an install step does (also of a Ray unit the engine
+            # is bound to), not only when a unit's text changes.
+            triggers=[*(cluster.started if cluster is not None else []), *(u.started for u in self.units)],
             # A failed swap's rollback asks the previous deployment again (components/rollback.py).
             undo="check")
         # The benchmark after the gate (components/benchmark.py): its figures, the output `benchmark`.

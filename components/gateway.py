@@ -46,7 +46,7 @@ from . import types
 from .config.schema import DeploymentSpec, StackSpec
 from .node import Node
 from .observe import EndpointAnswers, UnitRunning
-from .remote import run
+from .remote import run, started
 from .render import digest, render
 from .secrets import resolve
 from .steps import StepInfo
@@ -203,6 +203,7 @@ class Gateway(pulumi.ComponentResource):
             create=render("scripts/gateway-health.sh.j2", address=address, port=gw.port, unit=UNIT, env_file=ENV_FILE,
                           key_var=MASTER_KEY_VAR, timeout_s=gw.health.timeout_s, requests=health_requests(spec),
                           gateway_digest=digest(self.unit_text, self.config_text)),
+            triggers=[started(self.install)],
             expect=EndpointAnswers(node.name, f"http://{_url_host(address)}:{gw.port}/health/liveliness"))
         self.endpoint = f"http://{node.spec.host}:{gw.port}/v1"
         self.models = [r.model for r in routes(spec)]

@@ -206,6 +206,14 @@ def directory_digest(path: str) -> str:
     return h.hexdigest()[:16]
 
 
+def started(command: command_remote.Command) -> pulumi.Output[str]:
+    """The InvocationID of the start an install step did (its `started=` line): a trigger of the
+    gates that check the unit, so every restart the step does is followed by its check, also when
+    only the node drifted and the unit's text is the same. Not a secret, although the step's stdin
+    may be one (a secret input makes every output of the command secret)."""
+    return pulumi.Output.unsecret(tagged_line(command.stdout, "started"))
+
+
 def tagged_line(stdout: pulumi.Output[str], key: str) -> pulumi.Output[str]:
     """The value of the last `key=value` line a script printed (e.g. image-id=sha256:…)."""
     def pick(text: str | None) -> str:

@@ -10,7 +10,7 @@ import pulumi
 from . import types
 from .node import Node
 from .observe import UnitRunning
-from .remote import run
+from .remote import run, started
 from .render import digest, render
 from .steps import StepInfo
 
@@ -42,6 +42,7 @@ class SystemdUnit(pulumi.ComponentResource):
                            delete=render("scripts/remove-unit.sh.j2", **values),
                            stdin=env_text, triggers=triggers, undo="previous", unit=unit_name,
                            expect=UnitRunning(node.name, unit_name, unit_text))
+        self.started = started(self.command)
         self.register_outputs({"unit": unit_name, "node": node.name, "digest": self.digest})
 
 

@@ -310,7 +310,10 @@ def test_duo_engine_after_copies_to_the_secondary_and_ray_ready():
     s = snap(DUO)
     deps = dep_names(s.by_name(f"qwen35-{HEAD}-install"))
     assert {f"vllm-qwen35-sync-{SECOND}", f"qwen35-122b-to-{SECOND}", "qwen35-ray-ready"} <= deps
-    assert dep_names(s.by_name("qwen35-health")) == {f"qwen35-{HEAD}-install"}
+    # The gate checks the engine, and runs again after any start of it or of the Ray units it is
+    # bound to (their `started` outputs are its triggers).
+    assert dep_names(s.by_name("qwen35-health")) == {f"qwen35-{HEAD}-install", f"qwen35-ray-head-{HEAD}-install",
+                                                     f"qwen35-ray-worker-{SECOND}-install"}
 
 
 def test_duo_model_fetch_and_image_build_are_independent():

@@ -120,7 +120,7 @@ COMMANDS: dict[str, Cmd] = {
         (*IMAGE, "tiny-fetch", "tiny-to-lab-2", *GATES, "lab-1-glm-retire", "tiny-ray-ready")),
     "tiny-health": Cmd("remote", "tiny#deployment", StepInfo(
         "lab-1", "verify", do="Health gate: a real chat completion from tiny", undo="Drop the health gate of tiny"),
-        ("tiny-lab-1-install",)),
+        ("tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install", "tiny-lab-1-install")),
     "tiny-watchdog-timer": Cmd("remote", "tiny-watchdog", StepInfo(
         "lab-1", "verify", do="Arm the watchdog of tiny: a completion every 30 s, a restart after 3 failures in a row",
         undo="Disarm the watchdog of tiny on lab-1", priority="normal"),

@@ -77,7 +77,8 @@ def test_node_is_where_the_step_runs_as_declared_not_the_connection(lab_items):
 def test_dependencies_come_from_the_plan_and_precede_their_dependents(lab_items):
     by_id = {i.id: i for i in lab_items}
     assert by_id["tiny-ray-ready"].depends_on == ["tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install"]
-    assert by_id["tiny-health"].depends_on == ["tiny-lab-1-install"]
+    assert by_id["tiny-health"].depends_on == ["tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install",
+                                              "tiny-lab-1-install"]
     assert by_id["tiny-fetch"].depends_on == ["tiny-upload"]  # the local upload before the remote fetch
     assert set(by_id["tiny-lab-1-install"].depends_on) == {
         "lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",

@@ -133,3 +133,6 @@ if ! systemctl is-active --quiet bws-qwen35-sglang.service; then
   exit 1
 fi
 log "active"
+# This start's identity: the gates that check what the unit serves run again after every restart
+# done here (components/unit.py: SystemdUnit.started).
+echo "started=$(systemctl show -p InvocationID --value bws-qwen35-sglang.service)"

@@ -116,3 +116,5 @@ if ! systemctl is-active --quiet bws-gateway.service; then
   exit 1
 fi
 log "active"
+# This start's identity: the gateway's gate runs again after every restart done here.
+echo "started=$(systemctl show -p InvocationID --value bws-gateway.service)"
