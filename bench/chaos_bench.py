@@ -1,6 +1,7 @@
 """Chaos benchmark on the lab (a script, not a test; bounded; traffic only to the lab's nodes).
 
     source scripts/env.sh && python bench/chaos_bench.py [--runs 20] [--kill-window 20 400] [--seed N]
+                                                         [--budget-min M]
 
 Each run: destroy the `lab` stack; start `pulumi up`; at a random moment of the kill window send
 SIGINT or SIGKILL (chosen at random); then run `up` again the way an operator would after an
@@ -9,7 +10,8 @@ and require it to converge; then check the nodes themselves: our units active, t
 ID on both nodes, the model cache verified in full on both, glm stopped and disabled, embeddings
 running, a real chat completion through the endpoint, and no process of the killed run left on
 this machine. Reports k/N converged, the median time of the resumed `up`, and every bad state
-found. Writes bench/results/chaos-<time>.json.
+found. Writes bench/results/chaos-<time>.json, rewritten after every run, so a bench stopped
+early keeps what it measured; with --budget-min it starts no run after that many minutes.
 """
 
 from __future__ import annotations
@@ -37,8 +39,12 @@ NODE1, NODE2 = lab.nodes(2)
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 UP_TIMEOUT_S = 2400
 # The name the lab deployment serves its model under (stacks/Pulumi.lab.yaml).
-SERVED_NAME = load_stack_file(REPO / "stacks" / "Pulumi.lab.yaml").deployments[0].served_name
-UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service"], NODE2: ["bws-tiny-ray-worker.service"]}
+LAB_STACK = load_stack_file(REPO / "stacks" / "Pulumi.lab.yaml")
+SERVED_NAME = LAB_STACK.deployments[0].served_name
+GATEWAY_MODELS = [d.served_name for d in LAB_STACK.deployments]
+# Every unit of ours the lab stack runs: tiny over Ray, tiny-b on lab-2, the gateway on lab-1.
+UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service", "bws-gateway.service"],
+         NODE2: ["bws-tiny-ray-worker.service", "bws-tiny-b.service"]}
 
 
 def pulumi(*args: str, timeout: int = UP_TIMEOUT_S) -> subprocess.CompletedProcess:
@@ -102,7 +108,7 @@ class Linger(threading.Thread):
             time.sleep(1)
 
 
-def check_nodes(api_key: str) -> list[str]:
+def check_nodes(api_key: str, gateway_key: str) -> list[str]:
     bad = []
     for node, units in UNITS.items():
         for unit in units:
@@ -122,21 +128,27 @@ def check_nodes(api_key: str) -> list[str]:
         bad.append("lab-1: glm is not disabled")
     if on_node(NODE2, f"systemctl is-active {lab.EMBEDDINGS_UNIT} || true") != "active":
         bad.append("lab-2: embeddings is not running")
-    try:
-        body = json.dumps({"model": SERVED_NAME, "max_tokens": 4,
-                           "messages": [{"role": "user", "content": "hello"}]}).encode()
-        request = urllib.request.Request(f"http://{NODE1.mgmt_ip}:8000/v1/chat/completions", data=body,
-                                         headers={"Content-Type": "application/json",
-                                                  "Authorization": f"Bearer {api_key}"})
-        with urllib.request.urlopen(request, timeout=120) as reply:
-            if "choices" not in json.loads(reply.read()):
-                bad.append("no completion")
-    except Exception as err:  # noqa: BLE001 — a bench records what it saw
-        bad.append(f"completion failed: {err}")
+    # The engine directly, and both models through the gateway with its own key.
+    asks = [(f"http://{NODE1.mgmt_ip}:8000", api_key, SERVED_NAME),
+            *((f"http://{NODE1.mgmt_ip}:4000", gateway_key, model) for model in GATEWAY_MODELS)]
+    for base, key, model in asks:
+        try:
+            if not chat(base, key, model):
+                bad.append(f"no completion from {model} at {base}")
+        except Exception as err:  # noqa: BLE001 — a bench records what it saw
+            bad.append(f"completion from {model} at {base} failed: {err}")
     return bad
 
 
-def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: str) -> dict:
+def chat(base: str, key: str, model: str) -> bool:
+    body = json.dumps({"model": model, "max_tokens": 4, "messages": [{"role": "user", "content": "hello"}]}).encode()
+    request = urllib.request.Request(f"{base}/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json", "Authorization": f"Bearer {key}"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        return "choices" in json.loads(reply.read())
+
+
+def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: str, gateway_key: str) -> dict:
     down = pulumi("destroy", "--yes", "--skip-preview")
     if down.returncode != 0:
         return {"run": i, "error": "destroy failed: " + down.stderr[-500:]}
@@ -164,7 +176,7 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     start = time.monotonic()
     up = pulumi("up", "--yes", "--skip-preview")
     resumed_s = time.monotonic() - start
-    bad = check_nodes(api_key) if up.returncode == 0 else [f"resumed up failed: {up.stdout[-800:]} {up.stderr[-400:]}"]
+    bad = check_nodes(api_key, gateway_key) if up.returncode == 0 else [f"resumed up failed: {up.stdout[-800:]} {up.stderr[-400:]}"]
     # How long the leftovers lingered (from 15 s after the signal; None: still there after the
     # watcher's limit), waited for here so that the next run starts clean.
     lingering.join()
@@ -179,6 +191,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--kill-window", type=float, nargs=2, default=(20.0, 400.0), metavar=("FROM_S", "TO_S"))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--budget-min", type=float, default=None,
+                        help="start no run after this many minutes (a run under way is finished)")
     args = parser.parse_args()
     if not 1 <= args.runs <= 100:
         parser.error("--runs must be 1..100 (each run is a full converge)")
@@ -187,27 +201,37 @@ def main() -> None:
     seed = args.seed if args.seed is not None else int(time.time())
     rng = random.Random(seed)
     api_key = (lab.STATE_DIR / "api-key").read_text().strip()
+    gateway_key = (lab.STATE_DIR / "gateway-key").read_text().strip()
     subprocess.run(["pulumi", "stack", "select", "--create", "lab", "--non-interactive"], cwd=REPO, env=ENV,
                    check=True, capture_output=True)
-    runs = []
-    for i in range(1, args.runs + 1):
-        result = one_run(i, rng, tuple(args.kill_window), api_key)
-        runs.append(result)
-        print(json.dumps(result), flush=True)
-    converged = [r for r in runs if r.get("converged")]
-    summary = {"seed": seed, "runs": len(runs), "converged": len(converged),
-               "median_resumed_up_s": statistics.median(r["resumed_up_s"] for r in runs if "resumed_up_s" in r)
-               if runs else None,
-               "bad_states": [r for r in runs if not r.get("converged")],
-               "runs_with_leftover_processes": sum(1 for r in runs if r.get("leftover_processes")),
-               "detail": runs}
     out_dir = REPO / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
     path = out_dir / f"chaos-{time.strftime('%Y%m%dT%H%M%S')}.json"
-    path.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"{summary['converged']}/{summary['runs']} converged; median resumed up "
+    started = time.monotonic()
+    runs: list[dict] = []
+    summary = summarize(seed, args.runs, runs)
+    for i in range(1, args.runs + 1):
+        if args.budget_min and time.monotonic() - started > args.budget_min * 60:
+            print(f"budget of {args.budget_min} min spent: {len(runs)} of {args.runs} runs done", flush=True)
+            break
+        result = one_run(i, rng, tuple(args.kill_window), api_key, gateway_key)
+        runs.append(result)
+        print(json.dumps(result), flush=True)
+        summary = summarize(seed, args.runs, runs)
+        path.write_text(json.dumps(summary, indent=2) + "\n")
+    print(f"{summary['converged']}/{summary['runs']} converged (of {args.runs} planned); median resumed up "
           f"{summary['median_resumed_up_s']} s; {summary['runs_with_leftover_processes']} runs left processes; "
           f"written to {path}")
+
+
+def summarize(seed: int, planned: int, runs: list[dict]) -> dict:
+    resumed = [r["resumed_up_s"] for r in runs if "resumed_up_s" in r]
+    return {"seed": seed, "planned": planned, "runs": len(runs),
+            "converged": sum(1 for r in runs if r.get("converged")),
+            "median_resumed_up_s": statistics.median(resumed) if resumed else None,
+            "bad_states": [r for r in runs if not r.get("converged")],
+            "runs_with_leftover_processes": sum(1 for r in runs if r.get("leftover_processes")),
+            "detail": runs}
 
 
 ENV: dict = {}

@@ -15,6 +15,8 @@ STATE="$REPO_ROOT/$LAB_STATE_DIR"
 
 log() { printf '[lab %s] %s\n' "$(date +%H:%M:%S)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
+# shellcheck source=detached.sh
+. "$LAB_DIR/detached.sh"
 
 node_name() { printf '%s%s' "$LAB_NODE_PREFIX" "$1"; }
 node_mgmt_ip() { printf '%s%s' "$LAB_MGMT_IP_PREFIX" "$1"; }

@@ -53,6 +53,8 @@ NODE_TOOLS="${CACHE}/node-tools"              # uv and .debs a lab node lacks fo
 UV_VERSION=0.13.8
 
 log() { printf '[engine] %s\n' "$*" >&2; }
+# shellcheck source=../detached.sh
+. "$LAB_DIR/detached.sh"
 die() { log "error: $*"; exit 1; }
 
 # Content only: the paths (which differ between clones) stay out of the hash.
@@ -200,8 +202,7 @@ step_registry() {
     } || die "apt-get install docker-registry failed; see ${CACHE}/apt.log"
   }
   log "starting docker-registry on ${REGISTRY} (storage ${REGISTRY_DIR})"
-  # fd 9 is `lab`'s lock: a daemon that kept it would block every later `lab up`.
-  setsid docker-registry serve "${REGISTRY_RUN}/config.yml" >"${REGISTRY_RUN}/log" 2>&1 < /dev/null 9>&- &
+  detached docker-registry serve "${REGISTRY_RUN}/config.yml" >"${REGISTRY_RUN}/log" 2>&1 < /dev/null
   echo $! >"${REGISTRY_RUN}/pid"
   wait_for 30 registry_up || die "docker-registry did not answer; see ${REGISTRY_RUN}/log"
 }
