@@ -268,12 +268,20 @@ def test_container_check_per_docker_image_on_gpu_nodes_after_the_image_before_re
         assert want == expected[stack]
 
 
-def run_container_check(tmp_path, script: str, *, listing: str, rc: int = 0, sleep: bool = False):
+def run_container_check(tmp_path, script: str, *, listing: str, rc: int = 0, sleep: bool = False,
+                        image_env: str = "PATH=/usr/bin\n"):
+    """Runs the container check with docker faked: `image inspect` prints image_env (one
+    variable per line, as the script's format asks), `run` prints `listing` and exits rc; and
+    nvidia-smi printing the GB10's captured table."""
     bin_ = tmp_path / "bin"
     bin_.mkdir()
     (tmp_path / "listing").write_text(listing)
+    (tmp_path / "env").write_text(image_env)
+    (bin_ / "nvidia-smi").write_text(f"#!/bin/bash\ncat {DATA / 'gb10.txt'}\n")
+    (bin_ / "nvidia-smi").chmod(0o755)
     (bin_ / "docker").write_text(textwrap.dedent(f"""\
         #!/bin/bash
+        [ "$1" = image ] && {{ cat {tmp_path}/env; exit 0; }}
         echo "$@" > {tmp_path}/argv
         {"sleep 30" if sleep else ""}
         cat {tmp_path}/listing
@@ -318,6 +326,40 @@ def test_no_container_runtime_fails_with_dockers_words(tmp_path):
     code, said, _ = run_container_check(tmp_path, script, listing=err, rc=125)
     assert code == 1
     assert "does not see the GPUs" in said and "exits 125" in said and "could not select device driver" in said
+
+
+CUDA_13_IMAGE_ENV = ("PATH=/usr/local/nvidia/bin:/usr/bin\nCUDA_VERSION=13.0.1\n"
+                     "NVIDIA_REQUIRE_CUDA=cuda>=13.0 brand=unknown,driver>=535,driver<536\n")
+
+
+def test_the_images_own_cuda_requirement_is_reported_without_min_cuda(tmp_path):
+    script = container_script("spark-duo", "spark-5be3", "vllm-qwen35")
+    code, said, _ = run_container_check(tmp_path, script, listing=(DATA / "gb10-L.txt").read_text(),
+                                        image_env=CUDA_13_IMAGE_ENV)
+    assert code == 0, said
+    assert "image vllm-qwen35 requires cuda>=13.0" in said
+
+
+def test_an_image_that_declares_no_cuda_is_said_so(tmp_path):
+    script = container_script("spark-duo", "spark-5be3", "vllm-qwen35")
+    code, said, _ = run_container_check(tmp_path, script, listing=(DATA / "gb10-L.txt").read_text())
+    assert code == 0 and "requires no CUDA version (no NVIDIA_REQUIRE_CUDA" in said
+
+
+def test_a_driver_older_than_the_images_cuda_fails_with_both_versions_and_the_fix(tmp_path):
+    """The NVIDIA runtime refuses the container (nvidia-container-cli's words, as it says them);
+    the check says why, from the image's NVIDIA_REQUIRE_CUDA and the driver's header."""
+    script = container_script("spark-duo", "spark-5be3", "vllm-qwen35")
+    env = CUDA_13_IMAGE_ENV.replace("cuda>=13.0", "cuda>=13.1")
+    refusal = ("docker: Error response from daemon: failed to create task for container: OCI runtime create "
+               "failed: nvidia-container-cli: requirement error: unsatisfied condition: cuda>=13.1, please update "
+               "your driver to a newer version, or use an earlier cuda container: unknown.\n")
+    code, said, _ = run_container_check(tmp_path, script, listing=refusal, rc=125, image_env=env)
+    assert code == 1
+    assert "image vllm-qwen35 requires cuda>=13.1 (its NVIDIA_REQUIRE_CUDA)" in said
+    assert "the driver on spark-5be3 supports CUDA 13.0" in said
+    assert "fix: install an NVIDIA driver for that CUDA on spark-5be3, or use an image built for CUDA 13.0" in said
+    assert "nothing was stopped" in said
 
 
 def test_a_hung_container_is_bounded(tmp_path):
