@@ -153,12 +153,13 @@ def test_current_repointed_by_hand_is_drift_and_up_puts_it_back(deployed):
     stack = deployed["stack"]
     digest = sh(NODE1, f"readlink {ROOT}/current")
     sh(NODE1, f"install -d {ROOT}/by-hand && ln -sfn by-hand {ROOT}/current")
-    # The build step sees the drift; the steps fed by its output (the engine probe, the unit) are
-    # listed as possible updates too, since a preview cannot know that output before the build runs.
+    # The build step sees the drift; the steps fed by its output (the engine probe, the unit, and
+    # the gate fed by the unit's) are listed as possible updates too, since a preview cannot know
+    # that output before the build runs.
     pending = preview_changes(stack)
     assert ("update", BUILD_STEP) in pending
     assert set(pending) <= {("update", BUILD_STEP), ("update", "tiny-venv-preflight-engine"),
-                            ("update", "tiny-venv-lab-1-install")}, pending
+                            ("update", "tiny-venv-lab-1-install"), ("update", "tiny-venv-health")}, pending
     up_ok(stack)
     assert sh(NODE1, f"readlink {ROOT}/current") == digest
     assert preview_changes(stack) == []
