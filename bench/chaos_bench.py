@@ -25,6 +25,7 @@ import statistics
 import subprocess
 import sys
 import threading
+from collections import Counter
 import time
 import urllib.request
 from pathlib import Path
@@ -33,6 +34,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from components.config import load_stack_file  # noqa: E402
+from components.todo.plan import urn_name  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
 
 NODE1, NODE2 = lab.nodes(2)
@@ -148,6 +150,31 @@ def chat(base: str, key: str, model: str) -> bool:
         return "choices" in json.loads(reply.read())
 
 
+def steps_at_kill(event_log: Path) -> dict:
+    """From the killed `up`'s engine event log: the steps it had finished and those it was in the
+    middle of when the signal came (started, neither finished nor failed): what was interrupted."""
+    started: dict[str, str] = {}
+    ended: set[str] = set()
+    try:
+        lines = event_log.read_text().splitlines()
+    except OSError:
+        return {"completed": None, "in_flight": []}
+    for line in lines:
+        try:
+            event = json.loads(line)
+        except ValueError:
+            continue   # the last line of a killed writer may be cut
+        pre = (event.get("resourcePreEvent") or {}).get("metadata") or {}
+        if pre.get("op") not in (None, "same", "read", "refresh") and pre.get("type", "").startswith("command:"):
+            started[pre["urn"]] = urn_name(pre["urn"])
+        for kind in ("resOutputsEvent", "resOpFailedEvent"):
+            md = (event.get(kind) or {}).get("metadata") or {}
+            if md.get("urn"):
+                ended.add(md["urn"])
+    return {"completed": sum(1 for u in started if u in ended),
+            "in_flight": sorted(name for u, name in started.items() if u not in ended)}
+
+
 def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: str, gateway_key: str) -> dict:
     down = pulumi("destroy", "--yes", "--skip-preview")
     if down.returncode != 0:
@@ -155,7 +182,10 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     sig = rng.choice([signal.SIGINT, signal.SIGKILL])
     at = rng.uniform(*window)
     before: dict[int, str] = {}
-    proc = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive"],
+    event_log = REPO / "bench" / "results" / f"chaos-run{i}-events.jsonl"
+    event_log.unlink(missing_ok=True)
+    proc = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive",
+                             "--event-log", str(event_log)],
                             cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     try:
         proc.wait(timeout=at)
@@ -170,6 +200,8 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
             proc.kill()
             proc.wait()
     time.sleep(15)   # what ends with its parent has ended by now
+    interrupted = steps_at_kill(event_log)
+    event_log.unlink(missing_ok=True)
     left = [] if finished_first else still_running(before)
     lingering = Linger(left)
     subprocess.run([sys.executable, "-m", "components.todo.interrupted", "--stack", "lab"], cwd=REPO, env=ENV)
@@ -181,6 +213,7 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     # watcher's limit), waited for here so that the next run starts clean.
     lingering.join()
     return {"run": i, "signal": sig.name, "at_s": round(at, 1), "finished_before_signal": finished_first,
+            "steps_completed_before_signal": interrupted["completed"], "steps_interrupted": interrupted["in_flight"],
             "resumed_up_s": round(resumed_s, 1), "converged": up.returncode == 0 and not bad,
             "bad": bad, "leftover_processes": left, "leftovers_gone_after_s": lingering.gone_after_s}
 
@@ -231,6 +264,8 @@ def summarize(seed: int, planned: int, runs: list[dict]) -> dict:
             "median_resumed_up_s": statistics.median(resumed) if resumed else None,
             "bad_states": [r for r in runs if not r.get("converged")],
             "runs_with_leftover_processes": sum(1 for r in runs if r.get("leftover_processes")),
+            # Which steps the signals cut into, over all runs: the coverage of the kill moments.
+            "steps_interrupted": dict(Counter(s for r in runs for s in r.get("steps_interrupted", [])).most_common()),
             "detail": runs}
 
 
