@@ -133,17 +133,25 @@ def merge_steps(metadata: Iterable[Mapping]) -> list[Step]:
 # What an input's change means, in the todo list's words: the command line names the script's
 # digest and its triggers, stdin carries the script and its data.
 _CHANGED = {"create": "script", "stdin": "script", "delete": "undo script", "connection": "connection"}
+# How the engine shows, during a preview, a value not known before another step runs.
+UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
 
 
 def reason_of(step: Step) -> str:
-    """create | delete | "update: script changed" | what the program observed on the node
-    ("drift: observed inactive", "unreachable: …"), or both."""
+    """create | delete | "update: script changed" | "update: takes an earlier step's output" (its
+    command line names a trigger another pending step gives, e.g. a gate after the start of the
+    unit it checks) | what the program observed on the node ("drift: observed inactive",
+    "unreachable: …"), or both."""
     op = step.op
     observed = (drift_reason(step.inputs.get("environment"))
                 if op != "delete" and "environment" in step.diffs else "")
-    changed = list(dict.fromkeys(_CHANGED.get(d, d) for d in step.diffs if d != "environment"))
+    fed = "create" in step.diffs and step.inputs.get("create") == UNKNOWN
+    changed = list(dict.fromkeys(_CHANGED.get(d, d) for d in step.diffs
+                                 if d != "environment" and not (fed and d == "create")))
     if op in ("update", "replace"):
-        return "; ".join(p for p in (f"{op}: {', '.join(changed)} changed" if changed else "", observed) if p) or op
+        why = [*([f"{', '.join(changed)} changed"] if changed else []),
+               *(["takes an earlier step's output"] if fed else [])]
+        return "; ".join(p for p in (f"{op}: {', '.join(why)}" if why else "", observed) if p) or op
     return op
 
 

@@ -9,7 +9,7 @@ import pytest
 from components.remote import DRIFT_VAR
 from components.steps import STEPS_OUTPUT, StepInfo
 from components.todo.describe import PHASES, Description, describe
-from components.todo.plan import declared_steps, merge_steps, reason_of, state_records
+from components.todo.plan import UNKNOWN, declared_steps, merge_steps, reason_of, state_records
 
 from . import fixtures
 
@@ -284,6 +284,18 @@ def _step(op: str, diffs: list[str] | None = None, drift: str | None = None, det
 ])
 def test_reason_of(op, diffs, drift, reason):
     assert reason_of(_step(op, diffs, drift)) == reason
+
+
+def test_a_step_fed_by_a_pending_steps_output_says_so_not_script_changed():
+    """A health gate whose trigger is the start its unit's install step will do: the preview
+    cannot know that command line yet (the engine's unknown), and its script did not change."""
+    step = _step("update", ["create", "environment"], "drift: http://127.0.0.1:8000/health not answering")
+    step.inputs["create"] = UNKNOWN
+    assert reason_of(step) == ("update: takes an earlier step's output; "
+                               "drift: http://127.0.0.1:8000/health not answering")
+    step.diffs.append("stdin")
+    assert reason_of(step) == "update: script changed, takes an earlier step's output; " \
+                              "drift: http://127.0.0.1:8000/health not answering"
 
 
 def test_reason_of_reads_the_detailed_diff_when_the_engine_gives_no_diffs():
