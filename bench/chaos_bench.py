@@ -20,6 +20,7 @@ import argparse
 import json
 import os
 import random
+import re
 import signal
 import statistics
 import subprocess
@@ -34,7 +35,6 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from components.config import load_stack_file  # noqa: E402
-from components.todo.plan import urn_name  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
 
 NODE1, NODE2 = lab.nodes(2)
@@ -150,29 +150,24 @@ def chat(base: str, key: str, model: str) -> bool:
         return "choices" in json.loads(reply.read())
 
 
-def steps_at_kill(event_log: Path) -> dict:
-    """From the killed `up`'s engine event log: the steps it had finished and those it was in the
-    middle of when the signal came (started, neither finished nor failed): what was interrupted."""
-    started: dict[str, str] = {}
-    ended: set[str] = set()
+# The CLI's progress lines (non-interactive): " +  command:remote:Command NAME creating (3s) …".
+PROGRESS = re.compile(r"^\s*\S+\s+(command:\S+)\s+(\S+)\s+(creating|updating|deleting|replacing|created|updated|"
+                      r"deleted|replaced|creating failed|updating failed|deleting failed)\b")
+
+
+def steps_at_kill(output: Path) -> dict:
+    """From the killed `up`'s own output: the steps it had finished and those it was in the middle
+    of when the signal came (started, neither finished nor failed): what was interrupted."""
     try:
-        lines = event_log.read_text().splitlines()
+        lines = output.read_text(errors="replace").splitlines()
     except OSError:
         return {"completed": None, "in_flight": []}
+    started, ended = set(), set()
     for line in lines:
-        try:
-            event = json.loads(line)
-        except ValueError:
-            continue   # the last line of a killed writer may be cut
-        pre = (event.get("resourcePreEvent") or {}).get("metadata") or {}
-        if pre.get("op") not in (None, "same", "read", "refresh") and pre.get("type", "").startswith("command:"):
-            started[pre["urn"]] = urn_name(pre["urn"])
-        for kind in ("resOutputsEvent", "resOpFailedEvent"):
-            md = (event.get(kind) or {}).get("metadata") or {}
-            if md.get("urn"):
-                ended.add(md["urn"])
-    return {"completed": sum(1 for u in started if u in ended),
-            "in_flight": sorted(name for u, name in started.items() if u not in ended)}
+        m = PROGRESS.match(line)
+        if m:
+            (started if m.group(3).endswith("ing") else ended).add(m.group(2))
+    return {"completed": len(started & ended), "in_flight": sorted(started - ended)}
 
 
 def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: str, gateway_key: str) -> dict:
@@ -182,11 +177,10 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     sig = rng.choice([signal.SIGINT, signal.SIGKILL])
     at = rng.uniform(*window)
     before: dict[int, str] = {}
-    event_log = REPO / "bench" / "results" / f"chaos-run{i}-events.jsonl"
-    event_log.unlink(missing_ok=True)
-    proc = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive",
-                             "--event-log", str(event_log)],
-                            cwd=REPO, env=ENV, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    output = REPO / "bench" / "results" / f"chaos-run{i}-up.log"
+    with output.open("w") as out:
+        proc = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive"],
+                                cwd=REPO, env=ENV, stdout=out, stderr=subprocess.STDOUT)
     try:
         proc.wait(timeout=at)
         finished_first = True
@@ -200,8 +194,7 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
             proc.kill()
             proc.wait()
     time.sleep(15)   # what ends with its parent has ended by now
-    interrupted = steps_at_kill(event_log)
-    event_log.unlink(missing_ok=True)
+    interrupted = steps_at_kill(output)
     left = [] if finished_first else still_running(before)
     lingering = Linger(left)
     subprocess.run([sys.executable, "-m", "components.todo.interrupted", "--stack", "lab"], cwd=REPO, env=ENV)
@@ -213,6 +206,8 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     # watcher's limit), waited for here so that the next run starts clean.
     lingering.join()
     return {"run": i, "signal": sig.name, "at_s": round(at, 1), "finished_before_signal": finished_first,
+            # An `up` that ended by itself before the signal must have succeeded, or the run tested nothing.
+            "first_up_failed": output.read_text(errors="replace")[-600:] if finished_first and proc.returncode else None,
             "steps_completed_before_signal": interrupted["completed"], "steps_interrupted": interrupted["in_flight"],
             "resumed_up_s": round(resumed_s, 1), "converged": up.returncode == 0 and not bad,
             "bad": bad, "leftover_processes": left, "leftovers_gone_after_s": lingering.gone_after_s}
