@@ -7,7 +7,10 @@ stale: it is removed, and said so. One held by a live process, or taken on anoth
 process cannot be checked from here), is left alone and reported with the command that clears
 it. Pending operations need nothing by hand: the next `up` warns of them and runs those steps
 again (every script converges, and a step's lock on its node makes it wait for a script the
-killed run left running there)."""
+killed run left running there). Once a later run has finished such a step, its pending entry is
+only noise (the engine clears a pending create only with an interactive `pulumi refresh`, and
+repeats its warning on every `up`): with no run holding the stack, those entries are dropped from
+the state (`pulumi stack export`, then `import`), and said so."""
 
 from __future__ import annotations
 
@@ -82,6 +85,51 @@ def pending_operations(deployment: Mapping) -> list[str]:
     return out
 
 
+def settled(deployment: Mapping) -> tuple[dict, list[dict]]:
+    """(the deployment without its settled pending operations, those operations). Settled: a
+    create or update whose resource the state now holds (a later run finished that step), a
+    delete whose resource it no longer holds. Everything else stays pending."""
+    held = {r.get("urn") for r in deployment.get("resources") or []}
+    keep, dropped = [], []
+    for op in deployment.get("pending_operations") or []:
+        urn = (op.get("resource") or {}).get("urn")
+        done = urn in held if op.get("type") in ("creating", "updating") else \
+            (op.get("type") == "deleting" and urn not in held)
+        (dropped if done else keep).append(op)
+    return {**deployment, "pending_operations": keep}, dropped
+
+
+def drop_settled_operations(stack: str) -> list[str]:
+    """Drop `stack`'s settled pending operations (settled()) from its state, through the CLI;
+    one message per operation dropped, or the reason nothing was."""
+    import subprocess
+    import tempfile
+
+    exported = subprocess.run(["pulumi", "stack", "export", "--stack", stack], capture_output=True, text=True)
+    if exported.returncode != 0:
+        return []   # no such stack yet, or no backend: nothing to tidy
+    state = json.loads(exported.stdout)
+    deployment, dropped = settled(state.get("deployment") or {})
+    if not dropped:
+        return []
+    steps = index(state_records(state.get("deployment") or {}))
+    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
+        json.dump({**state, "deployment": deployment}, f)
+        f.flush()
+        imported = subprocess.run(["pulumi", "stack", "import", "--stack", stack, "--file", f.name],
+                                  capture_output=True, text=True)
+    if imported.returncode != 0:
+        return [f"could not drop {len(dropped)} finished pending operations of stack {stack}: "
+                f"{imported.stderr.strip()[-300:]}"]
+    out = []
+    for op in dropped:
+        urn = (op.get("resource") or {}).get("urn", "?")
+        info = steps.get(urn)
+        what = info.sentence("create") if info else urn.split("::")[-1]
+        out.append(f"dropped the pending operation of '{what}' ({op.get('type')}, interrupted): a later run finished it")
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """python -m components.todo.interrupted --stack STACK: clear this machine's stale locks of
     STACK before a plain `pulumi up` (scripts/run-lab.sh does)."""
@@ -93,8 +141,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m components.todo.interrupted", description=main.__doc__)
     parser.add_argument("--stack", required=True)
     args = parser.parse_args(argv)
-    for message in clear_stale_locks(os.environ.get("PULUMI_BACKEND_URL", ""), PROJECT, args.stack):
+    backend = os.environ.get("PULUMI_BACKEND_URL", "")
+    for message in clear_stale_locks(backend, PROJECT, args.stack):
         print(f"note: {message}", file=sys.stderr)
+    if not lock_files(backend, PROJECT, args.stack):   # no run holds the stack
+        for message in drop_settled_operations(args.stack):
+            print(f"note: {message}", file=sys.stderr)
     return 0
 
 

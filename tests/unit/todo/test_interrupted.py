@@ -64,3 +64,21 @@ def test_pending_operations_are_told_in_the_todo_lists_words():
     assert pending_operations(deployment) == ["Copy image vllm-lab to lab-2 over the fabric (creating, interrupted)",
                                               "other (updating, interrupted)"]
     assert pending_operations({}) == []
+
+
+def test_pending_operations_a_later_run_finished_are_settled_and_the_rest_stay():
+    from components.todo.interrupted import settled
+    held, gone = "urn:pulumi:lab::p::t::held", "urn:pulumi:lab::p::t::gone"
+    deployment = {"resources": [{"urn": held}], "pending_operations": [
+        {"type": "creating", "resource": {"urn": held}},    # created since: settled
+        {"type": "creating", "resource": {"urn": gone}},    # never finished: stays
+        {"type": "updating", "resource": {"urn": held}},    # the resource is there: settled
+        {"type": "deleting", "resource": {"urn": gone}},    # deleted since: settled
+        {"type": "deleting", "resource": {"urn": held}},    # still there: stays
+        {"type": "importing", "resource": {"urn": held}},   # not ours to judge: stays
+    ]}
+    kept, dropped = settled(deployment)
+    assert [(o["type"], o["resource"]["urn"]) for o in kept["pending_operations"]] == [("creating", gone), ("deleting", held),
+                                                                  ("importing", held)]
+    assert len(dropped) == 3
+    assert kept["resources"] == deployment["resources"]
