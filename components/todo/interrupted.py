@@ -9,8 +9,9 @@ it. Pending operations need nothing by hand: the next `up` warns of them and run
 again (every script converges, and a step's lock on its node makes it wait for a script the
 killed run left running there). Once a later run has finished such a step, its pending entry is
 only noise (the engine clears a pending create only with an interactive `pulumi refresh`, and
-repeats its warning on every `up`): with no run holding the stack, those entries are dropped from
-the state (`pulumi stack export`, then `import`), and said so."""
+repeats its warning on every `up`): with no run holding the stack and every pending entry
+finished, they are dropped from the state (`pulumi stack export`, then `import`, which removes all
+pending operations), and said so."""
 
 from __future__ import annotations
 
@@ -101,7 +102,7 @@ def settled(deployment: Mapping) -> tuple[dict, list[dict]]:
 
 def drop_settled_operations(stack: str) -> list[str]:
     """Drop `stack`'s settled pending operations (settled()) from its state, through the CLI;
-    one message per operation dropped, or the reason nothing was."""
+    one message per operation dropped (none when nothing is settled or there is no such stack)."""
     import subprocess
     import tempfile
 
@@ -109,25 +110,24 @@ def drop_settled_operations(stack: str) -> list[str]:
     if exported.returncode != 0:
         return []   # no such stack yet, or no backend: nothing to tidy
     state = json.loads(exported.stdout)
-    deployment, dropped = settled(state.get("deployment") or {})
+    before = state.get("deployment") or {}
+    after, dropped = settled(before)
     if not dropped:
         return []
-    steps = index(state_records(state.get("deployment") or {}))
+    if after["pending_operations"]:
+        # `pulumi stack import` removes every pending operation, not only the ones given up here.
+        return [f"left {len(before['pending_operations'])} pending operations of stack {stack} as they are: "
+                f"{len(after['pending_operations'])} of them are not finished yet, and the next `up` reports them"]
     with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump({**state, "deployment": deployment}, f)
+        json.dump({**state, "deployment": after}, f)
         f.flush()
         imported = subprocess.run(["pulumi", "stack", "import", "--stack", stack, "--file", f.name],
                                   capture_output=True, text=True)
     if imported.returncode != 0:
         return [f"could not drop {len(dropped)} finished pending operations of stack {stack}: "
                 f"{imported.stderr.strip()[-300:]}"]
-    out = []
-    for op in dropped:
-        urn = (op.get("resource") or {}).get("urn", "?")
-        info = steps.get(urn)
-        what = info.sentence("create") if info else urn.split("::")[-1]
-        out.append(f"dropped the pending operation of '{what}' ({op.get('type')}, interrupted): a later run finished it")
-    return out
+    return [f"dropped the pending operation of {what}: a later run finished it"
+            for what in pending_operations({**before, "pending_operations": dropped})]
 
 
 def main(argv: list[str] | None = None) -> int:

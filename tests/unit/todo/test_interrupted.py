@@ -82,3 +82,25 @@ def test_pending_operations_a_later_run_finished_are_settled_and_the_rest_stay()
                                                                   ("importing", held)]
     assert len(dropped) == 3
     assert kept["resources"] == deployment["resources"]
+
+
+def test_with_an_unfinished_operation_the_state_is_left_alone(tmp_path, monkeypatch):
+    """`pulumi stack import` removes every pending operation, so the state is imported only when
+    all of them are settled (the CLI faked: it prints an export and records an import)."""
+    from components.todo.interrupted import drop_settled_operations
+    held, gone = "urn:pulumi:lab::p::t::held", "urn:pulumi:lab::p::t::gone"
+    state = {"version": 3, "deployment": {"resources": [{"urn": held}], "pending_operations": [
+        {"type": "creating", "resource": {"urn": held}}, {"type": "creating", "resource": {"urn": gone}}]}}
+    (tmp_path / "export.json").write_text(json.dumps(state))
+    fake = tmp_path / "pulumi"
+    fake.write_text(f'#!/bin/bash\ncase "$2" in export) cat {tmp_path}/export.json;; import) touch {tmp_path}/imported;; esac\n')
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    [message] = drop_settled_operations("lab")
+    assert "left 2 pending operations of stack lab as they are: 1 of them are not finished yet" in message
+    assert not (tmp_path / "imported").exists()
+    state["deployment"]["pending_operations"].pop()
+    (tmp_path / "export.json").write_text(json.dumps(state))
+    [message] = drop_settled_operations("lab")
+    assert message.startswith("dropped the pending operation of held (creating, interrupted)")
+    assert (tmp_path / "imported").exists()
