@@ -56,7 +56,7 @@ class ModelCache(pulumi.ComponentResource):
             step=StepInfo(node, "model", do=_fetch_sentence(spec, node), undo=f"Remove model {spec.name} from {node}"),
             create=render("scripts/fetch-model.sh.j2", kind=spec.source.kind, repo=spec.repo,
                           revision=spec.revision, image=downloader_image, python=downloader_python,
-                          with_token=with_token,
+                          with_token=with_token, endpoint=spec.source.endpoint,
                           source_path=spec.source.path or "", **common),
             delete=render("scripts/remove-model.sh.j2", **common),
             stdin=hf_token.apply(lambda t: f"{t}\n") if with_token else None,
@@ -78,7 +78,8 @@ class ModelCache(pulumi.ComponentResource):
 
 def _fetch_sentence(spec: ModelSpec, node: str) -> str:
     if spec.source.kind == "hub":
-        return f"Download model {spec.name} ({spec.repo}) on {node}"
+        mirror = f" from {spec.source.endpoint}" if spec.source.endpoint else ""
+        return f"Download model {spec.name} ({spec.repo}) on {node}{mirror}"
     if spec.source.kind == "local":
         return f"Hash and install model {spec.name} on {node}"
     return f"Verify and adopt model {spec.name} from {spec.source.path} on {node}"

@@ -250,6 +250,16 @@ class ModelSource(Strict):
                     "node: already on fetch_node at path")
     path: LocalPath | None = Field(
         None, description="local: directory on the operator's machine; node: path on fetch_node")
+    endpoint: Annotated[str, Field(pattern=r"^https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]{0,512})?$")] | None = Field(
+        None, description="hub: the Hub's address when it is not https://huggingface.co (a mirror or an in-house "
+                          "proxy), given to the downloader as HF_ENDPOINT")
+
+    @model_validator(mode="after")
+    def _endpoint_for_hub(self):
+        if self.endpoint and self.kind != "hub":
+            raise ValueError(f"endpoint: only a hub source has an endpoint (this one is '{self.kind}'); "
+                             "fix: remove source.endpoint")
+        return self
 
 
 class ModelSpec(Strict):

@@ -98,6 +98,25 @@ def lab_config_one_engine() -> dict:
     return c
 
 
+def one_node(c: dict) -> None:
+    """The lab stack with everything on lab-1 (a single-node deployment: no image copy)."""
+    m, d, img = c["blackwell-serving:models"][0], c["blackwell-serving:deployments"][0], c["blackwell-serving:images"][0]
+    m["nodes"] = img["nodes"] = ["lab-1"]
+    d.update(nodes=["lab-1"], topology="single", health={"timeout_s": 600})
+    d.pop("executor", None)
+    c.pop("blackwell-serving:fabric", None)
+
+
+def destroy_lab_stack() -> None:
+    """Start from a lab where nothing of ours is deployed (glm running), as an operator finds it:
+    the operator's `lab` stack destroyed (a no-op when it already is)."""
+    select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
+                            cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
+    assert select.returncode == 0, select.stderr
+    down = pulumi("destroy", "--yes", "--skip-preview")
+    assert down.returncode == 0, down.stdout[-3000:]
+
+
 class Stack:
     """The lab stack's config (its first deployment, lab_config_one_engine) under another name, in
     a project copy with its own backend."""

@@ -8,12 +8,11 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, nodes_as_found, pulumi, require_lab, sh
+from tests.lab.helpers import Stack, destroy_lab_stack, nodes_as_found, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
@@ -24,11 +23,7 @@ NOVEL_ARCH = "BlackwellLabNovelForCausalLM"
 @pytest.fixture(scope="module")
 def lab_clean():
     require_lab(NODE1, NODE2)
-    select = subprocess.run(["pulumi", "stack", "select", "--create", "lab", "--non-interactive"],
-                            cwd=lab.REPO_ROOT, capture_output=True, text=True, env=lab.pulumi_env())
-    assert select.returncode == 0, select.stderr
-    down = pulumi("destroy", "--yes", "--skip-preview")
-    assert down.returncode == 0, down.stdout[-3000:]
+    destroy_lab_stack()
 
 
 def assert_untouched(before: dict) -> None:

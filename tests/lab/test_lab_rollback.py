@@ -12,22 +12,13 @@ import shutil
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, api_key, nodes_as_found, require_lab, sh
+from tests.lab.helpers import Stack, api_key, nodes_as_found, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
 NODE1, NODE2 = lab.nodes(2)
 PORT = 8000
 SERVED = "tiny-llama"
-
-
-def one_node(c: dict) -> None:
-    """The lab stack with everything on lab-1 (a single-node deployment)."""
-    m, d, img = c["blackwell-serving:models"][0], c["blackwell-serving:deployments"][0], c["blackwell-serving:images"][0]
-    m["nodes"] = img["nodes"] = ["lab-1"]
-    d.update(nodes=["lab-1"], topology="single", health={"timeout_s": 600})
-    d.pop("executor", None)
-    c.pop("blackwell-serving:fabric", None)
 
 
 def model_copy(tmp_path, name: str, **config_changes):

@@ -469,3 +469,35 @@ def test_head_executor_needs_the_ray_topology():
     with pytest.raises(ConfigError) as err:
         parse(values, "stacks/Pulumi.rtxpro-quad.yaml")
     assert "executor" in str(err.value) and "topology 'ray'" in str(err.value)
+
+
+@pytest.mark.parametrize("endpoint, ok", [
+    ("https://hf-mirror.example.org", True), ("http://198.18.0.1:8080", True), ("https://proxy.example/hf/api-v1", True),
+    ("ftp://mirror.example", False), ("https://mirror.example/$(id)", False), ("https://a b", False),
+    ("https://mirror.example/'x'", False)])
+def test_a_hub_endpoint_is_a_plain_http_url(tmp_path, endpoint, ok):
+    values = duo()
+    values["models"][0]["source"] = {"kind": "hub", "endpoint": endpoint}
+    if ok:
+        assert load_stack_file(write_stack(tmp_path, values)).models[0].source.endpoint == endpoint
+    else:
+        expect_error(tmp_path, values, "models[0].source.endpoint", "fix:")
+
+
+def test_only_a_hub_source_has_an_endpoint(tmp_path):
+    values = duo()
+    values["models"][0]["source"] = {"kind": "node", "path": "/srv/models/x", "endpoint": "https://m.example"}
+    expect_error(tmp_path, values, "models[0].source.endpoint", "only a hub source has an endpoint", "remove source.endpoint")
+
+
+@pytest.mark.parametrize("python", [None, "/opt/venv/bin/python"])
+def test_a_hub_endpoint_reaches_the_downloader_quoted(python):
+    """HF_ENDPOINT on the downloader (a container's -e, or the node's python's environment), and
+    the token still only as a file path."""
+    from components.render import render
+    script = render("scripts/fetch-model.sh.j2", kind="hub", repo="o/m", revision="a" * 40, image="img:1",
+                    python=python, with_token=True, endpoint="https://hf-mirror.example.org/hf",
+                    source_path="", model_name="m", final_dir="/c/m", staging_dir="/c/.staging/m")
+    expected = "HF_ENDPOINT=https://hf-mirror.example.org/hf"
+    assert (f"-e {expected} " if python is None else f"{expected} HF_TOKEN_PATH=") in script
+    subprocess.run(["bash", "-n"], input=script, text=True, check=True)
