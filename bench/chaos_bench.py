@@ -1,7 +1,7 @@
 """Chaos benchmark on the lab (a script, not a test; bounded; traffic only to the lab's nodes).
 
     source scripts/env.sh && python bench/chaos_bench.py [--runs 20] [--kill-window 20 400] [--seed N]
-                                                         [--budget-min M]
+                                                         [--budget-min M] [--continue RESULTS_JSON]
 
 Each run: destroy the `lab` stack; start `pulumi up`; at a random moment of the kill window send
 SIGINT or SIGKILL (chosen at random); then run `up` again the way an operator would after an
@@ -11,7 +11,10 @@ ID on both nodes, the model cache verified in full on both, glm stopped and disa
 running, a real chat completion through the endpoint, and no process of the killed run left on
 this machine. Reports k/N converged, the median time of the resumed `up`, and every bad state
 found. Writes bench/results/chaos-<time>.json, rewritten after every run, so a bench stopped
-early keeps what it measured; with --budget-min it starts no run after that many minutes.
+early keeps what it measured; with --budget-min it starts no run after that many minutes. Each
+run takes 4-10 min here, so 20 do not fit one sitting beside other work: --continue FILE adds runs
+to an earlier results file until it holds --runs, and every run records its seed and the commit
+it ran, so a file made over several sittings says which code each run tested.
 """
 
 from __future__ import annotations
@@ -221,9 +224,13 @@ def main() -> None:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--budget-min", type=float, default=None,
                         help="start no run after this many minutes (a run under way is finished)")
+    parser.add_argument("--continue", dest="previous", type=Path, default=None, metavar="RESULTS_JSON",
+                        help="add runs to an earlier results file (a bench longer than one sitting); "
+                             "each run records the commit it ran, so a mixed file shows it")
     args = parser.parse_args()
     if not 1 <= args.runs <= 100:
         parser.error("--runs must be 1..100 (each run is a full converge)")
+    earlier = json.loads(args.previous.read_text())["detail"] if args.previous else []
     ENV = {k: v for k, v in os.environ.items() if k != "PULUMI_CONFIG_PASSPHRASE_FILE"}
     ENV.update(lab.pulumi_env({}))
     seed = args.seed if args.seed is not None else int(time.time())
@@ -234,15 +241,16 @@ def main() -> None:
                    check=True, capture_output=True)
     out_dir = REPO / "bench" / "results"
     out_dir.mkdir(parents=True, exist_ok=True)
-    path = out_dir / f"chaos-{time.strftime('%Y%m%dT%H%M%S')}.json"
+    path = args.previous or out_dir / f"chaos-{time.strftime('%Y%m%dT%H%M%S')}.json"
     started = time.monotonic()
-    runs: list[dict] = []
+    runs: list[dict] = list(earlier)
     summary = summarize(seed, args.runs, runs)
-    for i in range(1, args.runs + 1):
+    while len(runs) < args.runs:
         if args.budget_min and time.monotonic() - started > args.budget_min * 60:
             print(f"budget of {args.budget_min} min spent: {len(runs)} of {args.runs} runs done", flush=True)
             break
-        result = one_run(i, rng, tuple(args.kill_window), api_key, gateway_key)
+        result = {**one_run(len(runs) + 1, rng, tuple(args.kill_window), api_key, gateway_key),
+                  "seed": seed, "commit": commit()}
         runs.append(result)
         print(json.dumps(result), flush=True)
         summary = summarize(seed, args.runs, runs)
@@ -252,9 +260,17 @@ def main() -> None:
           f"written to {path}")
 
 
+def commit() -> str:
+    """The commit the run ran (with '+changes' when the work tree differs from it)."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout.strip()
+    dirty = subprocess.run(["git", "diff", "--quiet", "HEAD", "--", "components", "templates", "__main__.py"], cwd=REPO)
+    return head + ("+changes" if dirty.returncode else "")
+
+
 def summarize(seed: int, planned: int, runs: list[dict]) -> dict:
     resumed = [r["resumed_up_s"] for r in runs if "resumed_up_s" in r]
     return {"seed": seed, "planned": planned, "runs": len(runs),
+            "commits": sorted({r.get("commit", "unrecorded") for r in runs}),
             "converged": sum(1 for r in runs if r.get("converged")),
             "median_resumed_up_s": statistics.median(resumed) if resumed else None,
             "bad_states": [r for r in runs if not r.get("converged")],
