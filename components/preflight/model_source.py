@@ -41,14 +41,39 @@ def catalog_entry(repo: str) -> tuple[dict, int] | None:
     return doc["config"], int(doc["weight_bytes"])
 
 
-def from_hub(spec: ModelSpec) -> tuple[dict, int]:
-    """config.json and the safetensors index at the pinned revision (a few KB, not the weights)."""
-    from huggingface_hub import hf_hub_download
+def hub_token(spec: ModelSpec) -> str | None:
+    """The model's hf_token for the few-KB reads below, when it can be read here; without it a
+    gated repo falls back to the catalog like an unreachable hub."""
+    if spec.hf_token is None:
+        return None
+    from ..secrets import plain_value
+    try:
+        return plain_value(spec.hf_token, f"models.{spec.name}.hf_token") or None
+    except Exception:  # a secret not set on this machine: the read goes without it
+        return None
 
-    config = json.loads(Path(hf_hub_download(spec.repo, "config.json", revision=spec.revision)).read_text())
-    index = json.loads(Path(hf_hub_download(spec.repo, "model.safetensors.index.json",
-                                            revision=spec.revision)).read_text())
-    return config, weight_bytes_from_index(index)
+
+def from_hub(spec: ModelSpec) -> tuple[dict, int]:
+    """config.json and the weights' size at the pinned revision (a few KB, not the weights), from
+    the model's `source.endpoint` (a mirror) when it has one, with its token: the size from the
+    safetensors index, or for a single-file model from the file's metadata."""
+    from huggingface_hub import get_hf_file_metadata, hf_hub_download, hf_hub_url
+    from huggingface_hub.errors import EntryNotFoundError
+
+    where = dict(revision=spec.revision, endpoint=spec.source.endpoint, token=hub_token(spec))
+
+    def read(filename: str) -> dict:
+        return json.loads(Path(hf_hub_download(spec.repo, filename, **where)).read_text())
+
+    config = read("config.json")
+    try:
+        return config, weight_bytes_from_index(read("model.safetensors.index.json"))
+    except EntryNotFoundError:
+        url = hf_hub_url(spec.repo, "model.safetensors", revision=spec.revision, endpoint=spec.source.endpoint)
+        size = get_hf_file_metadata(url, token=where["token"]).size
+        if not size:
+            raise
+        return config, size
 
 
 def config_and_weight_bytes(spec: ModelSpec, offline: bool) -> tuple[tuple[dict, int], str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -140,6 +141,14 @@ class Stack:
         stack = [] if args[:2] == ("stack", "init") else ["--stack", self.name]
         return subprocess.run(["pulumi", *args, *stack, "--non-interactive"], cwd=self.project,
                               capture_output=True, text=True, timeout=timeout, env=self.env)
+
+    def todo(self) -> str:
+        """The todo list of this stack in text, as `python -m components.todo` prints it."""
+        done = subprocess.run([sys.executable, "-m", "components.todo", "--stack", self.name,
+                               "--work-dir", str(self.project)], cwd=REPO, capture_output=True, text=True,
+                              timeout=900, env=self.env)
+        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+        return done.stdout
 
     def destroy(self) -> None:
         down = self.run("destroy", "--yes", "--skip-preview")

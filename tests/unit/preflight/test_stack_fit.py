@@ -84,3 +84,28 @@ def test_a_local_model_without_weights_stops_the_plan_with_one_message(tmp_path)
     empty = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
     with pytest.raises(PreflightError, match=r"safetensors.*fix:"):
         check_stack_fit(lab.model_copy(update={"models": [empty]}), offline=True, log=lambda _: None)
+
+
+def test_the_fit_reads_a_hub_model_from_its_mirror_with_its_token(tmp_path, monkeypatch):
+    """The real huggingface_hub against the Hub stand-in on loopback: config.json and the size of
+    a single-file model's weights come from `source.endpoint`, and the reads carry the hf_token."""
+    from components.config.schema import ModelSpec
+    from components.preflight.model_source import config_and_weight_bytes
+    from tests.lab.hub import HubStandIn
+
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf-home"))
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text(json.dumps({"model_type": "llama", "hidden_size": 64}))
+    (model / "model.safetensors").write_bytes(b"\0" * 12345)
+    token = tmp_path / "token"
+    token.write_text("hf_unitSentinel\n")
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    with HubStandIn("owner/tiny", commit, model, host="127.0.0.1") as hub:
+        m = ModelSpec.model_validate({"name": "tiny", "repo": "owner/tiny", "revision": commit,
+                                      "hf_token": {"file": str(token)}, "fetch_node": "n1", "nodes": ["n1"],
+                                      "source": {"kind": "hub", "endpoint": hub.url}})
+        (config, weights), source = config_and_weight_bytes(m, offline=False)
+    assert config["hidden_size"] == 64 and weights == 12345
+    assert source == f"hub owner/tiny@{commit[:12]}"
+    assert hub.requests and {a for _, p, a in hub.requests if "owner/tiny" in p} == {"Bearer hf_unitSentinel"}
