@@ -6,6 +6,12 @@
 # by `tee` (the first copy costs what the old pipe cost). An interrupted copy resumes at layer
 # granularity: the next run leaves out what the peer has staged (and first cuts a kept stream
 # into layer files). Without python3 on both sides: the whole image, docker save | docker load.
+# With a layer registry on this node (fabric.layer_registry; on loopback: no daemon's configuration
+# changes, and the peer's daemon never uses it): `docker save` exports every layer, `docker push`
+# uploads only those the registry lacks. So when the registry holds every layer the image shares
+# with the peer, the image is pushed there and only the layers the peer lacks are read back (gzip,
+# checked by digest) into a `docker load` archive. A registry that does not answer means `docker
+# save`, never a failed copy.
 # Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/sglang-spark:3179620c3637 -> spark-5be3' "$*" >&2; }
@@ -542,20 +548,25 @@ IMAGE_LAYERS_PY
       peer docker image inspect --format ''"'"'{{json .RootFS.Layers}}'"'"'' $ids | sed 's/^/peer /'
     fi
     peer "ls $(printf %q "$stage") 2>/dev/null || true" | sed -n 's/^\([0-9a-f]\{64\}\)\.tar$/staged \1/p'
+    printf 'tag %s\n' blackwell-serving/sglang-spark:3179620c3637
   } > "$work/facts"
   step_name='image blackwell-serving/sglang-spark:3179620c3637 -> spark-5be3'
-  if [ "$(python3 "$work/image_layers.py" plan "$work/facts")" = whole ]; then
+  # On the peer: the layer files kept in staging as they pass, the stream loaded.
+  receive() {
+    peer "set -o pipefail; python3 -c $(printf %q "$code") receive $(printf %q "$stage") $(printf %q "$step_name") | docker load"
+  }
+  method=$(python3 "$work/image_layers.py" plan "$work/facts") || method=filter
+  if [ "$method" = whole ]; then
     # The peer holds none of it: plain `docker save`, kept on the peer by `tee` as it passes
     # (split into layer files by the next run if this one is interrupted). No Python pass.
     log "copying all $((size / 1048576)) MiB (the peer holds no layer of it) over the fabric"
     { docker save blackwell-serving/sglang-spark:3179620c3637 \
         | peer "set -o pipefail; mkdir -p $(printf %q "$stage") && tee $(printf %q "$stage/stream.tar.part") | docker load"; } 2>&1 | progress
     sent=$size
-  else
+  elif [ "$method" != registry ]; then
     log "copying the layers of $((size / 1048576)) MiB that the peer lacks over the fabric"
     { docker save blackwell-serving/sglang-spark:3179620c3637 \
-        | python3 "$work/image_layers.py" send "$want" "$step_name" "$work/facts" "$work/result" \
-        | peer "set -o pipefail; python3 -c $(printf %q "$code") receive $(printf %q "$stage") $(printf %q "$step_name") | docker load"; } 2>&1 | progress
+        | python3 "$work/image_layers.py" send "$want" "$step_name" "$work/facts" "$work/result" | receive; } 2>&1 | progress
     sent=$(sed -n 's/^sent-bytes=//p' "$work/result")
   fi
 else

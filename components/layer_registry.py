@@ -1,0 +1,62 @@
+"""LayerRegistry (fabric.layer_registry): a Docker registry on a build node, bound to its
+loopback, that keeps the layers of the images the node copies to its peers. `docker save`
+exports every layer of an image even when the peer needs one; `docker push` uploads only what
+the registry lacks. So once the registry holds what a peer holds, an update costs its new layers:
+pushed here, read back from the registry and sent alone (templates/scripts/sync-image.sh.j2).
+Loopback on the build node: no Docker daemon's configuration changes anywhere (127.0.0.0/8 is
+an insecure registry by default), and the peers' daemons never use it."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Sequence
+
+import pulumi
+
+from . import types
+from .config.crosscheck import LAYER_REGISTRY_CONTAINER
+from .config.schema import LayerRegistry as LayerRegistrySpec
+from .node import Node
+from .observe import EndpointAnswers
+from .remote import run
+from .render import digest, render
+from .steps import StepInfo
+
+if TYPE_CHECKING:
+    from .image import ContainerImage
+
+
+def registry_repo(image: "ContainerImage") -> str:
+    """The image's repository in the registry (its tags: the first 12 hex of each image ID)."""
+    return f"bws/{image.spec.name}"
+
+
+class LayerRegistry(pulumi.ComponentResource):
+    def __init__(self, spec: LayerRegistrySpec, node: Node, opts: pulumi.ResourceOptions | None = None):
+        name = f"layer-registry-{node.name}"
+        super().__init__(types.LAYER_REGISTRY, name, None, opts)
+        self.name, self.node, self.port = name, node, spec.port
+        values = dict(node_name=node.name, container=LAYER_REGISTRY_CONTAINER, image=spec.image, registry_port=spec.port,
+                      storage=spec.storage, config=digest(spec.image, str(spec.port), spec.storage))
+        # The copies from this node wait for it (components/image.py ImageSync).
+        self.start = run(f"{name}-start", node, parent=self,
+                         step=StepInfo(node.name, "image",
+                                       do=f"Start the layer registry on {node.name} (127.0.0.1:{spec.port})",
+                                       undo=f"Remove the layer registry and the layers it keeps from {node.name}"),
+                         create=render("scripts/start-layer-registry.sh.j2", **values),
+                         delete=render("scripts/remove-layer-registry.sh.j2", **values),
+                         expect=EndpointAnswers(node.name, f"http://127.0.0.1:{spec.port}/v2/"))
+        self.fills: dict[str, pulumi.Resource] = {}
+        self.register_outputs({"port": spec.port})
+
+    def fill(self, image: "ContainerImage", after: Sequence[pulumi.Resource]) -> None:
+        """Push `image` here once every copy of it is done (`after`): the first distribution never
+        waits for the push, and the next update of the image finds its layers here."""
+        name = image.spec.name
+        self.fills[name] = run(
+            f"{self.name}-{name}", self.node, parent=self,
+            step=StepInfo(self.node.name, "image", priority="normal",
+                          do=f"Keep the layers of image {name} in the layer registry on {self.node.name}",
+                          undo=f"Stop keeping the layers of image {name} in the layer registry on {self.node.name}"),
+            depends_on=[image.build, self.start, *after], triggers=[image.image_id],
+            create=render("scripts/fill-layer-registry.sh.j2", tag=image.tag, registry_port=self.port,
+                          registry_repo=registry_repo(image)))
