@@ -556,6 +556,48 @@ IMAGE_LAYERS_PY
     peer "set -o pipefail; python3 -c $(printf %q "$code") receive $(printf %q "$stage") $(printf %q "$step_name") | docker load"
   }
   method=$(python3 "$work/image_layers.py" plan "$work/facts") || method=filter
+  layer_registry=127.0.0.1:5055
+  drop_layer_refs() {
+    docker image ls --digests --format '{{.Repository}} {{.Tag}} {{.Digest}}' \
+      | awk -v r="$layer_registry/$1" '$1 == r || index($1, r "/") == 1 {
+          if ($2 != "<none>") print $1 ":" $2
+          if ($3 != "<none>") print $1 "@" $3
+        }' | xargs -r docker image rm >/dev/null 2>&1 || true
+  }
+  push_layers() {
+    local id=${3#sha256:} rc=0
+    docker tag "$1" "$layer_registry/$2:${id:0:12}" || return 1
+    docker push "$layer_registry/$2:${id:0:12}" 2>&1 | progress || rc=$?
+    drop_layer_refs "$2"
+    return "$rc"
+  }
+  repo=bws/vllm-qwen35
+  if [ "$method" = filter ]; then
+    method=$(python3 "$work/image_layers.py" registry-plan "$layer_registry" "$repo" "$work/facts" 2>"$work/why") \
+      || method=filter
+    log "layer registry: $(tail -n 1 "$work/why")"
+  fi
+  if [ "$method" = registry ] && ! push_layers hellohal2064/vllm-qwen3.5-gb10:latest "$repo" "$want"; then
+    log "the push to the layer registry failed: docker save instead"
+    method=filter
+  fi
+  if [ "$method" = registry ]; then
+    log "copying the layers of $((size / 1048576)) MiB that the peer lacks from the layer registry over the fabric"
+    rc=0
+    { python3 "$work/image_layers.py" registry-send "$layer_registry" "$repo" "${want:7:12}" "$step_name" \
+        "$work/facts" "$work/result" | receive; } 2>&1 | progress || rc=$?
+    if grep -q '^digest-mismatch=' "$work/result" 2>/dev/null; then
+      peer rm -rf "$(printf %q "$stage")"
+      log "layer $(sed -n 's/^digest-mismatch=//p' "$work/result") read from the layer registry does not match its digest; the copy stopped and the peer's staging is cleared. fix: remove the layer registry on this node (docker rm -f bws-layer-registry and its storage, fabric.layer_registry.storage) and run up again: it starts empty, and this copy uses docker save"
+      exit 1
+    elif grep -q '^unreachable=' "$work/result" 2>/dev/null; then
+      log "the layer registry stopped answering ($(sed -n 's/^unreachable=//p' "$work/result")): docker save instead"
+      method=filter
+    elif [ "$rc" -ne 0 ]; then
+      exit "$rc"
+    fi
+    sent=$(sed -n 's/^sent-bytes=//p' "$work/result")
+  fi
   if [ "$method" = whole ]; then
     # The peer holds none of it: plain `docker save`, kept on the peer by `tee` as it passes
     # (split into layer files by the next run if this one is interrupted). No Python pass.
