@@ -35,8 +35,9 @@ class LayerRegistry(pulumi.ComponentResource):
         name = f"layer-registry-{node.name}"
         super().__init__(types.LAYER_REGISTRY, name, None, opts)
         self.name, self.node, self.port = name, node, spec.port
-        values = dict(node_name=node.name, container=LAYER_REGISTRY_CONTAINER, image=spec.image, registry_port=spec.port,
-                      storage=spec.storage, config=digest(spec.image, str(spec.port), spec.storage))
+        self.config = digest(spec.image, str(spec.port), spec.storage)
+        values = dict(node_name=node.name, container=LAYER_REGISTRY_CONTAINER, image=spec.image,
+                      registry_port=spec.port, storage=spec.storage, config=self.config)
         # The copies from this node wait for it (components/image.py ImageSync).
         self.start = run(f"{name}-start", node, parent=self,
                          step=StepInfo(node.name, "image",
@@ -57,6 +58,7 @@ class LayerRegistry(pulumi.ComponentResource):
             step=StepInfo(self.node.name, "image", priority="normal",
                           do=f"Keep the layers of image {name} in the layer registry on {self.node.name}",
                           undo=f"Stop keeping the layers of image {name} in the layer registry on {self.node.name}"),
-            depends_on=[image.build, self.start, *after], triggers=[image.image_id],
+            # Run again for a new image, and for a registry configured anew (maybe another, empty storage).
+            depends_on=[image.build, self.start, *after], triggers=[image.image_id, self.config],
             create=render("scripts/fill-layer-registry.sh.j2", tag=image.tag, registry_port=self.port,
                           registry_repo=registry_repo(image)))

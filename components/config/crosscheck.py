@@ -183,7 +183,8 @@ def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
         out.append((spec.gateway.node, "unit", "bws-gateway.service", "gateway", "the gateway's unit"))
         out.append((spec.gateway.node, "container", "bws-gateway", "gateway", "the gateway's container"))
     for n in spec.layer_registry_nodes():  # components/layer_registry.py
-        out.append((n, "container", LAYER_REGISTRY_CONTAINER, "fabric.layer_registry", "the layer registry's container"))
+        out.append((n, "container", LAYER_REGISTRY_CONTAINER, "fabric.layer_registry",
+                    "the layer registry's container"))
     check = spec.fabric.bandwidth_check if spec.fabric is not None else None
     for i, d in enumerate(spec.deployments):
         path = f"deployments[{i}].name"

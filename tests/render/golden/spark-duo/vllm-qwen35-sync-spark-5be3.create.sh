@@ -407,18 +407,25 @@ def blob(base: str, digest: str, size: int) -> bytes:
         return _Blob(r, digest, size).read()
 
 
-def image_in_registry(base: str, ref: str) -> tuple[dict, list[str]]:
-    """(manifest, diff IDs) of REPO:ref, the image config checked against its digest."""
+class Image(NamedTuple):
+    config: tuple[str, bytes]            # digest, the config itself (checked against the digest)
+    layers: list[tuple[str, int]]        # digest and size of each gzip blob, in order
+    diff_ids: list[str]
+
+
+def image_in_registry(base: str, ref: str) -> Image:
     try:
         with get(f"{base}/manifests/{ref}", MANIFEST_V2) as r:
             manifest = json.loads(r.read())
-        config = manifest["config"]
-        diff_ids = json.loads(blob(base, config["digest"], int(config["size"])))["rootfs"]["diff_ids"]
-        if len(manifest["layers"]) != len(diff_ids):
-            raise RegistryError(f"{ref}: {len(manifest['layers'])} layers for {len(diff_ids)} diff IDs")
+        digest = manifest["config"]["digest"]
+        config = blob(base, digest, int(manifest["config"]["size"]))
+        diff_ids = json.loads(config)["rootfs"]["diff_ids"]
+        layers = [(layer["digest"], int(layer["size"])) for layer in manifest["layers"]]
     except (KeyError, TypeError, ValueError, OSError, http.client.HTTPException) as e:
         raise RegistryError(f"{ref}: not an image manifest of the registry API v2 ({e!r})") from None
-    return manifest, diff_ids
+    if len(layers) != len(diff_ids):
+        raise RegistryError(f"{ref}: {len(layers)} layers for {len(diff_ids)} diff IDs")
+    return Image((digest, config), layers, diff_ids)
 
 
 def registry_chains(base: str) -> set[str]:
@@ -432,7 +439,7 @@ def registry_chains(base: str) -> set[str]:
         raise
     except (ValueError, AttributeError, OSError, http.client.HTTPException) as e:
         raise RegistryError(f"{base}/tags/list: {e!r}") from None
-    return {c for t in tags for c in chain_ids(image_in_registry(base, t)[1])}
+    return {c for t in tags for c in chain_ids(image_in_registry(base, t).diff_ids)}
 
 
 def registry_plan(addr: str, repo: str, facts: str) -> int:
@@ -466,21 +473,20 @@ def registry_send(addr: str, repo: str, tag: str, step: str, facts: str, result:
     f = read_facts(facts)
     base = f"http://{addr}/v2/{repo}"
     try:
-        manifest, diff_ids = image_in_registry(base, tag)
-        if diff_ids != f.diff_ids:
+        image = image_in_registry(base, tag)
+        if image.diff_ids != f.diff_ids:
             raise RegistryError(f"{repo}:{tag} in the registry is not the image {f.tag}")
-        config, layers = manifest["config"], manifest["layers"]
-        names = [f"{hex_of(layer['digest'])}/layer.tar" for layer in layers]
-        config_name = f"{hex_of(config['digest'])}.json"
+        names = [f"{hex_of(digest)}/layer.tar" for digest, _ in image.layers]
+        config_name = f"{hex_of(image.config[0])}.json"
         out = tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.GNU_FORMAT, bufsize=BLOCK,
                            copybufsize=BLOCK)
         # RepoTags as `docker save` writes them: a reference by digest is no tag.
-        add_bytes(out, "manifest.json", json.dumps([{"Config": config_name, "Layers": names,
-                                                     "RepoTags": [f.tag] if f.tag and "@" not in f.tag else []}]).encode())
-        add_bytes(out, config_name, blob(base, config["digest"], int(config["size"])))
+        tags = [f.tag] if f.tag and "@" not in f.tag else []
+        add_bytes(out, "manifest.json", json.dumps([{"Config": config_name, "Layers": names, "RepoTags": tags}]).encode())
+        add_bytes(out, config_name, image.config[1])
         sent = skipped = staged = 0
-        for layer, chain, name in zip(layers, chain_ids(diff_ids), names):
-            size, top = int(layer["size"]), name.partition("/")[0]
+        for (digest, size), chain, name in zip(image.layers, chain_ids(image.diff_ids), names):
+            top = name.partition("/")[0]
             if chain in f.held:
                 skipped += size
             elif top in f.staged:
@@ -490,8 +496,8 @@ def registry_send(addr: str, repo: str, tag: str, step: str, facts: str, result:
                 say(step, f"sending layer {top[:12]} ({size >> 20} MiB)")
                 info = tarfile.TarInfo(name)
                 info.size, info.mode = size, 0o644
-                with get(f"{base}/blobs/{layer['digest']}") as r:
-                    out.addfile(info, _Blob(r, layer["digest"], size))
+                with get(f"{base}/blobs/{digest}") as r:
+                    out.addfile(info, _Blob(r, digest, size))
                 sent += size
         out.close()
         sys.stdout.buffer.flush()
@@ -499,7 +505,7 @@ def registry_send(addr: str, repo: str, tag: str, step: str, facts: str, result:
         return registry_failed(step, result, "unreachable", str(e))
     except DigestMismatch as e:
         return registry_failed(step, result, "digest-mismatch", str(e))
-    total = sum(int(layer["size"]) for layer in layers)
+    total = sum(size for _, size in image.layers)
     summary(step, result, sent, skipped, staged, f"{total >> 20} MiB of gzip layers in {repo}:{tag}")
     return 0
 
