@@ -94,7 +94,7 @@ class ImageSync(pulumi.ComponentResource):
         for sender, peer, _, after in relay_plan(image.build_node, peers):
             via = registry if sender is image.build_node else None
             values = dict(tag=image.tag, staging_dir=staging_dir(state_dir),
-                          registry_port=via.port if via else None, registry_repo=registry_repo(image),
+                          registry_port=via.port if via else None, registry_repo=registry_repo(image.spec.name),
                           **peer_values(sender, peer, fabric))
             self.copies[peer.name] = run(f"{name}-{peer.name}", sender, parent=self,
                                          step=StepInfo(sender.name, "image",

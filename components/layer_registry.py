@@ -25,26 +25,41 @@ if TYPE_CHECKING:
     from .image import ContainerImage
 
 
-def registry_repo(image: "ContainerImage") -> str:
-    """The image's repository in the registry (its tags: the first 12 hex of each image ID)."""
-    return f"bws/{image.spec.name}"
+def registry_repo(image_name: str) -> str:
+    """An image's repository in the registry (its tags: the first 12 hex of each image ID)."""
+    return f"bws/{image_name}"
+
+
+def config_digest(spec: LayerRegistrySpec) -> str:
+    """The registry container's label: another configuration replaces the container."""
+    return digest(spec.image, str(spec.port), spec.storage)
+
+
+def registry_scripts(spec: LayerRegistrySpec, node_name: str) -> tuple[str, str]:
+    """The start and the remove script of the registry on a node (also tests/lab/dist.py)."""
+    values = dict(node_name=node_name, container=LAYER_REGISTRY_CONTAINER, image=spec.image,
+                  registry_port=spec.port, storage=spec.storage, config=config_digest(spec))
+    return (render("scripts/start-layer-registry.sh.j2", **values),
+            render("scripts/remove-layer-registry.sh.j2", **values))
+
+
+def fill_script(tag: str, port: int, image_name: str) -> str:
+    return render("scripts/fill-layer-registry.sh.j2", tag=tag, registry_port=port,
+                  registry_repo=registry_repo(image_name))
 
 
 class LayerRegistry(pulumi.ComponentResource):
     def __init__(self, spec: LayerRegistrySpec, node: Node, opts: pulumi.ResourceOptions | None = None):
         name = f"layer-registry-{node.name}"
         super().__init__(types.LAYER_REGISTRY, name, None, opts)
-        self.name, self.node, self.port = name, node, spec.port
-        self.config = digest(spec.image, str(spec.port), spec.storage)
-        values = dict(node_name=node.name, container=LAYER_REGISTRY_CONTAINER, image=spec.image,
-                      registry_port=spec.port, storage=spec.storage, config=self.config)
+        self.name, self.node, self.port, self.config = name, node, spec.port, config_digest(spec)
+        start, remove = registry_scripts(spec, node.name)
         # The copies from this node wait for it (components/image.py ImageSync).
         self.start = run(f"{name}-start", node, parent=self,
                          step=StepInfo(node.name, "image",
                                        do=f"Start the layer registry on {node.name} (127.0.0.1:{spec.port})",
                                        undo=f"Remove the layer registry and the layers it keeps from {node.name}"),
-                         create=render("scripts/start-layer-registry.sh.j2", **values),
-                         delete=render("scripts/remove-layer-registry.sh.j2", **values),
+                         create=start, delete=remove,
                          expect=EndpointAnswers(node.name, f"http://127.0.0.1:{spec.port}/v2/"))
         self.fills: dict[str, pulumi.Resource] = {}
         self.register_outputs({"port": spec.port})
@@ -60,5 +75,4 @@ class LayerRegistry(pulumi.ComponentResource):
                           undo=f"Stop keeping the layers of image {name} in the layer registry on {self.node.name}"),
             # Run again for a new image, and for a registry configured anew (maybe another, empty storage).
             depends_on=[image.build, self.start, *after], triggers=[image.image_id, self.config],
-            create=render("scripts/fill-layer-registry.sh.j2", tag=image.tag, registry_port=self.port,
-                          registry_repo=registry_repo(image)))
+            create=fill_script(image.tag, self.port, name))
