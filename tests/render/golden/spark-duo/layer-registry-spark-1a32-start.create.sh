@@ -25,7 +25,7 @@ progress() {
 }
 url=http://127.0.0.1:5055/v2/
 answers() { curl -fsS --noproxy '*' --max-time 5 -o /dev/null "$url" 2>/dev/null; }
-if [ "$(docker inspect --format '{{ index .Config.Labels "org.blackwell-serving.config" }} {{ .State.Running }}' bws-layer-registry 2>/dev/null || true)" = '1800892a897c true' ]; then
+if [ "$(docker container inspect --format '{{ index .Config.Labels "org.blackwell-serving.config" }} {{ .State.Running }}' bws-layer-registry 2>/dev/null || true)" = '1800892a897c true' ]; then
   log "already running"
 else
   docker image inspect registry:2.8.3 >/dev/null 2>&1 || docker pull registry:2.8.3 2>&1 | progress
