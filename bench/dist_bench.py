@@ -12,7 +12,11 @@ node as a step runs them; bytes are what every node sent on its fabric interface
 (a) first distribution of the engine image to a peer that holds none of its layers (lab-3);
 (b) an update where only the transformers layer changed: the peer holds the engine image; the new
     image is its base plus one new layer holding the transformers package (made offline from the
-    engine image's own files: the lab has no package index), the shape of a pin change;
+    engine image's own files: the lab has no package index), the shape of a pin change. A third
+    method beside the old pipe and the filter: the layer registry (fabric.layer_registry) on
+    lab-1, filled with the engine image first (its first push, reported apart as
+    registry_first_push_s: a stack pays it once, after the first distribution), then the update
+    pushed there and sent from it (registry_s, registry_bytes);
 (c) first copy of a generated model of >= 2 GiB to lab-3, with a raw ssh stream of the same
     bytes for reference;
 (d) (a) and (c) to three peers (lab-2, lab-3, lab-4): old = three copies from the source at once
@@ -38,8 +42,8 @@ from components.config.schema import DEFAULT_COPY_STREAMS  # noqa: E402
 from components.relay import relay_plan  # noqa: E402
 from components.render import render  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
-from tests.lab.dist import (old_sync_image_script, peer_values, put_script, run_script, ssh,  # noqa: E402
-                            sync_image_script, tx_bytes)
+from tests.lab.dist import (fill_layer_registry_script, layer_registry_scripts, old_sync_image_script,  # noqa: E402
+                            peer_values, put_script, run_script, ssh, sync_image_script, tx_bytes)
 
 SRC, N2, N3, N4 = lab.nodes(4)
 NODES = lab.nodes(min(4, lab.node_count()))   # the nodes up: bytes are counted on these
@@ -50,6 +54,7 @@ MODELS = "/var/lib/blackwell-serving/models"
 GEN = "bench--generated--v1"
 GEN_FILES, GEN_FILE_MIB = 10, 240            # 2.34 GiB of incompressible shards
 UPDATE_TAG = "blackwell-serving/bench-update:transformers"
+REGISTRY_NAME = "bench-update"               # the update's repository in the layer registry
 FLAT_TAG = "blackwell-serving/bench-flat:engine"
 
 
@@ -83,10 +88,33 @@ def timed(fn):
     return time.monotonic() - t0, fabric_total() - before
 
 
-def copy_image(sender, peer, tag: str, old: bool) -> None:
-    run = run_script(sender, (old_sync_image_script if old else sync_image_script)(tag, peer))
+def copy_image(sender, peer, tag: str, old: bool = False, registry: str | None = None) -> None:
+    script = old_sync_image_script(tag, peer) if old else sync_image_script(tag, peer, registry=registry)
+    run = run_script(sender, script)
     if run.rc != 0:
         raise SystemExit(f"image copy {sender.name}->{peer.name} failed:\n{run.stderr[-3000:]}")
+    if registry and "layer registry: holds the" not in run.stderr:
+        raise SystemExit(f"the copy did not go through the layer registry:\n{run.stderr[-3000:]}")
+
+
+def on_src(script: str, what: str) -> None:
+    run = run_script(SRC, script)
+    if run.rc != 0:
+        raise SystemExit(f"{what} on {SRC.name} failed:\n{run.stderr[-3000:]}")
+
+
+def registry_update(tag: str) -> tuple[float, tuple[float, int]]:
+    """(the first push of the engine image into a new layer registry, (time, bytes) of the update
+    copied through it); the registry is removed afterwards."""
+    start, remove = layer_registry_scripts(SRC)
+    try:
+        on_src(start, "the layer registry's start")
+        first_push = timed(lambda: on_src(fill_layer_registry_script(tag, REGISTRY_NAME), "the first push"))[0]
+        drop_image(PEER, UPDATE_TAG)
+        through = timed(lambda: copy_image(SRC, PEER, UPDATE_TAG, registry=REGISTRY_NAME))
+    finally:
+        run_script(SRC, remove)
+    return first_push, through
 
 
 def model_script(sender, peer, streams: int) -> str:
@@ -156,8 +184,12 @@ def case_b(tag: str) -> dict:
     old = timed(lambda: copy_image(SRC, PEER, UPDATE_TAG, old=True))
     drop_image(PEER, UPDATE_TAG)
     new = timed(lambda: copy_image(SRC, PEER, UPDATE_TAG, old=False))
+    first_push, registry = registry_update(tag)
     row = side_by_side(f"b: update, only the transformers layer new (lab-1 -> {PEER.name} holding the engine image)",
-                       old, new, image_bytes=image_bytes(UPDATE_TAG), new_layer_bytes=layer)
+                       old, new, image_bytes=image_bytes(UPDATE_TAG), new_layer_bytes=layer,
+                       registry_s=round(registry[0], 1), registry_bytes=registry[1],
+                       time_ratio_old_over_registry=round(old[0] / registry[0], 2),
+                       registry_first_push_s=round(first_push, 1))
     drop_image(PEER, UPDATE_TAG)
     drop_image(SRC, UPDATE_TAG)
     return row

@@ -10,6 +10,7 @@ import pulumi
 
 from . import types
 from .config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
+from .layer_registry import LayerRegistry, registry_repo
 from .node import Node
 from .observe import ImageCopied, ImagePresent
 from .remote import run, tagged_line
@@ -80,21 +81,27 @@ def staging_dir(state_dir: str) -> str:
 class ImageSync(pulumi.ComponentResource):
     """Only the layers a peer lacks cross the fabric (templates/scripts/image_layers.py), staged
     on the peer as they arrive so an interrupted copy resumes at layer granularity. Past one
-    peer, peers that hold the image pass it on (components/relay.py)."""
+    peer, peers that hold the image pass it on (components/relay.py). With a layer registry on
+    the build node, its own copies read the new layers from there (components/layer_registry.py);
+    copies from peers keep `docker save`."""
 
     def __init__(self, image: ContainerImage, peers: Sequence[Node], fabric: FabricSpec | None,
-                 state_dir: str, opts: pulumi.ResourceOptions | None = None):
+                 state_dir: str, opts: pulumi.ResourceOptions | None = None, *,
+                 registry: LayerRegistry | None = None):
         name = f"{image.spec.name}-sync"
         super().__init__(types.IMAGE_SYNC, name, None, opts)
         self.copies = {}
         for sender, peer, _, after in relay_plan(image.build_node, peers):
+            via = registry if sender is image.build_node else None
             values = dict(tag=image.tag, staging_dir=staging_dir(state_dir),
+                          registry_port=via.port if via else None, registry_repo=registry_repo(image.spec.name),
                           **peer_values(sender, peer, fabric))
             self.copies[peer.name] = run(f"{name}-{peer.name}", sender, parent=self,
                                          step=StepInfo(sender.name, "image",
                                                        do=f"Copy image {image.spec.name} to {peer.name} {over(fabric)}",
                                                        undo=f"Remove image {image.spec.name} from {peer.name}"),
-                                         depends_on=[image.build, *(self.copies[a.name] for a in after)],
+                                         depends_on=[image.build, *([via.start] if via else []),
+                                                     *(self.copies[a.name] for a in after)],
                                          triggers=[image.image_id],
                                          create=render("scripts/sync-image.sh.j2", **values),
                                          delete=render("scripts/unsync-image.sh.j2", **values),

@@ -12,6 +12,7 @@ from .config.schema import StackSpec
 from .deployment import Deployment
 from .gateway import gateway_for
 from .image import ContainerImage, ImageSync
+from .layer_registry import LayerRegistry
 from .model import ModelCache
 from .node import Node, read_private_key
 from .preflight.bandwidth import FabricBandwidth
@@ -46,6 +47,9 @@ class ServingStack(pulumi.ComponentResource):
         self.kept = [KeptService(self.nodes[k.node], k.unit, child) for k in spec.keep]
 
         # Images and models have no dependency on each other: the engine plans them in parallel.
+        # A layer registry on each node that copies images to peers (fabric.layer_registry).
+        self.layer_registries = {n: LayerRegistry(spec.fabric.layer_registry, self.nodes[n], child)
+                                 for n in spec.layer_registry_nodes()}
         self.images, image_ready = {}, {}
         for img in spec.images:
             if img.runtime == "venv":  # the engine in a venv, built on each of its nodes (components/venv.py)
@@ -56,7 +60,10 @@ class ServingStack(pulumi.ComponentResource):
                 continue
             built = ContainerImage(img, self.nodes[img.build_node], opts=child)
             peers = [self.nodes[n] for n in img.nodes if n != img.build_node]
-            sync = ImageSync(built, peers, spec.fabric, spec.state_dir, child) if peers else None
+            registry = self.layer_registries.get(img.build_node)
+            sync = ImageSync(built, peers, spec.fabric, spec.state_dir, child, registry=registry) if peers else None
+            if sync and registry:
+                registry.fill(built, after=list(sync.copies.values()))
             self.images[img.name] = built
             image_ready[img.name] = {img.build_node: built.build, **(sync.copies if sync else {})}
 

@@ -71,6 +71,7 @@ COMMENTS = {
 }
 # What each step of a todo list is in the seeds' terms (matched on the step's text, first match).
 ADDED = [
+    (r"layer registry", "added: layer registry: a later update sends only the new layers"),
     (r"gateway", "added: one endpoint for the head's clients in place of the retired vllm-proxy.service "
                  "(seed 002 stopped it)"),
     (r"^Pull image|^Build image", "seed 002 'Determine deployment approach': the approach is the image"),

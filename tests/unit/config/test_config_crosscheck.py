@@ -108,6 +108,35 @@ def test_bandwidth_check_port_equal_to_a_deployment_port(tmp_path):
     both_paths_error(tmp_path, doc, P + "deployments[0].port", "fabric bandwidth check")
 
 
+def test_layer_registry_port_equal_to_a_deployment_port(tmp_path):
+    doc = cfg("lab")  # vllm-lab is built on lab-1 and copied to lab-2: the registry is on lab-1
+    doc["config"][P + "fabric"]["layer_registry"] = {"port": 8000}
+    both_paths_error(tmp_path, doc, P + "fabric.layer_registry.port", "port 8000 on node 'lab-1'",
+                     "API port of deployment 'tiny'", "deployments[0].port", "fix: give each its own port",
+                     "port: 8001, free on 'lab-1'")
+
+
+def test_layer_registry_port_equal_to_the_gateway_port(tmp_path):
+    doc = cfg("spark-duo")
+    doc["config"][P + "fabric"]["layer_registry"] = {"port": 4000}
+    both_paths_error(tmp_path, doc, P + "fabric.layer_registry.port", "port 4000 on node 'spark-1a32'",
+                     "the gateway's port (gateway.port)", "fix: give each its own port")
+
+
+def test_layer_registry_port_is_free_where_no_registry_runs(tmp_path):
+    """Only the build nodes of images copied to peers run a registry: on lab-2 the port is free."""
+    doc = cfg("lab")
+    doc["config"][P + "fabric"]["layer_registry"] = {"port": 8002}
+    second_deployment(doc, name="small", nodes=["lab-2"], topology="single", executor="ray", port=8002)
+    spec = load_engine_path(doc["config"])
+    assert spec.layer_registry_nodes() == ["lab-1"]
+    doc["config"][P + "images"][0]["nodes"] = ["lab-1"]
+    doc["config"][P + "deployments"] = [dict(doc["config"][P + "deployments"][0], nodes=["lab-1"], topology="single",
+                                             executor="ray", port=8000)]
+    doc["config"][P + "fabric"]["layer_registry"] = {"port": 8000}
+    assert load_engine_path(doc["config"]).layer_registry_nodes() == []
+
+
 # --------------------------------------------------------------------------------------------
 # GPUs
 
@@ -140,6 +169,14 @@ def test_deployment_named_like_a_generated_bandwidth_container(tmp_path):
     second_deployment(doc, name="tiny-bw-1", nodes=["lab-2"], topology="single", executor="ray")
     both_paths_error(tmp_path, doc, P + "deployments[1].name", "container name bws-tiny-bw-1",
                      "fabric bandwidth check")
+
+
+def test_deployment_named_like_the_layer_registry_container(tmp_path):
+    doc = cfg("lab")
+    doc["config"][P + "fabric"]["layer_registry"] = {}
+    second_deployment(doc, name="layer-registry", nodes=["lab-1"], topology="single", executor="ray", port=8001)
+    both_paths_error(tmp_path, doc, P + "deployments[1].name", "container name bws-layer-registry on node 'lab-1'",
+                     "the layer registry's container (fabric.layer_registry)", "rename the deployment")
 
 
 @pytest.mark.parametrize("unit", ["bws-tiny.service", "bws-tiny-ray-head.service"])

@@ -53,4 +53,5 @@ link enp1s0f1np1
 rdma rocep1s0f1/1
 rdma roceP2p1s0f1/1
 url http://127.0.0.1:30000/health
+url http://127.0.0.1:5055/v2/
 exit 0

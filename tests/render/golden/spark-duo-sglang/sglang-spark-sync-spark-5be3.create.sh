@@ -6,6 +6,12 @@
 # by `tee` (the first copy costs what the old pipe cost). An interrupted copy resumes at layer
 # granularity: the next run leaves out what the peer has staged (and first cuts a kept stream
 # into layer files). Without python3 on both sides: the whole image, docker save | docker load.
+# With a layer registry on this node (fabric.layer_registry; on loopback: no daemon's configuration
+# changes, and the peer's daemon never uses it): `docker save` exports every layer, `docker push`
+# uploads only those the registry lacks. So when the registry holds every layer the image shares
+# with the peer, the image is pushed there and only the layers the peer lacks are read back (gzip,
+# checked by digest) into a `docker load` archive. A registry that does not answer means `docker
+# save`, never a failed copy.
 # Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/sglang-spark:3179620c3637 -> spark-5be3' "$*" >&2; }
@@ -76,19 +82,44 @@ Which directory of the save holds which layer: its name is the legacy v1 ID that
 derives from the layer's chain ID, its parent's v1 ID and the layer's `json` (which comes before
 the layer's file in the stream, as the entries are in name order). A directory whose ID is not
 reproduced is sent: a wrong guess can only send too much, never too little.
+
+The layer registry on the build node (fabric.layer_registry; ADDR: its 127.0.0.1:PORT, REPO: the
+image's repository there). `docker save` exports every layer, even those the peer holds; `docker
+push` uploads only what the registry lacks. So once the registry holds the layers the image
+shares with the peer, the image is pushed and only the layers the peer lacks are read back
+(urllib, every request and read bounded by HTTP_TIMEOUT_S):
+  registry-plan ADDR REPO FACTS  prints `registry` when the registry answers and holds every
+      layer chain the image shares with the peer (at least one: else there is nothing to gain),
+      else `filter`; stderr: why, in one line.
+  registry-send ADDR REPO TAG STEP FACTS RESULT  stdout: a `docker load` archive of REPO:TAG
+      (the image just pushed): manifest.json, the config, and the gzip blobs of the layers the
+      peer neither holds nor has staged, as `BLOBHEX/layer.tar` (`docker load` takes gzip
+      layer files and looks every layer up by chain ID first; `receive` stages and puts back
+      these as any other). Each blob is checked against its digest as it streams, its last block
+      held back until it matches. RESULT: `sent-bytes=N` and `skipped-bytes=N`; or
+      `unreachable=WHY` (the registry failed: the script falls back to `docker save`) or
+      `digest-mismatch=DIGEST` (a blob differs from its digest: the copy fails), exit 1.
+  FACTS also has `tag REF`, the image's tag (the archive's RepoTags).
+
 No third-party package: the nodes' python3 only.
 """
 
 from __future__ import annotations
 
 import hashlib
+import http.client
 import json
 import os
 import sys
 import tarfile
+import urllib.error
+import urllib.request
+from typing import NamedTuple
 
 BLOCK = 1 << 20
 STREAM = "stream.tar.part"               # what `tee` keeps of a whole-image copy on the peer
+MANIFEST_V2 = "application/vnd.docker.distribution.manifest.v2+json"
+HTTP_TIMEOUT_S = 30                      # for each request and each read of a response
 
 
 def say(step: str, text: str) -> None:
@@ -137,28 +168,37 @@ def copy(src, dst, size: int, on_block=None) -> None:
         left -= len(block)
 
 
-def read_facts(path: str) -> tuple[list[str], list[list[str]], set[str]]:
+class Facts(NamedTuple):
+    diff_ids: list[str]                  # the image's layers
+    held: set[str]                       # the chain IDs of every layer of every image on the peer
+    staged: set[str]                     # what the peer has staged (layer directory or blob hex)
+    tag: str                             # the image's tag
+
+
+def read_facts(path: str) -> Facts:
     diff_ids: list[str] = []
-    peer: list[list[str]] = []
+    held: set[str] = set()
     staged: set[str] = set()
+    tag = ""
     with open(path) as f:
         for line in f:
             kind, _, value = line.strip().partition(" ")
             if kind == "image":
                 diff_ids = json.loads(value)
             elif kind == "peer" and value.startswith("["):
-                peer.append(json.loads(value))
+                held.update(chain_ids(json.loads(value)))
             elif kind == "staged" and value:
                 staged.add(value)
+            elif kind == "tag":
+                tag = value
     if not diff_ids:
         raise SystemExit(f"{path}: no `image` line with the image's layers")
-    return diff_ids, peer, staged
+    return Facts(diff_ids, held, staged, tag)
 
 
 def send(image_id: str, step: str, facts: str, result: str) -> int:
-    diff_ids, peer, staged = read_facts(facts)
+    diff_ids, held, staged, _ = read_facts(facts)
     chains = chain_ids(diff_ids)
-    held = {c for layers in peer for c in chain_ids(layers)}
     needed = {d for d, c in zip(diff_ids, chains) if c not in held}
     # Layer index by the chain ID the directory's name is derived from.
     index_of = {c: i for i, c in enumerate(chains)}
@@ -201,11 +241,15 @@ def send(image_id: str, step: str, facts: str, result: str) -> int:
     unknown = sum(1 for i in range(len(diff_ids) - 1) if i not in layer_of.values())
     if unknown:
         say(step, f"{unknown} layer directories not recognised: sent whole (no harm, only bytes)")
-    say(step, f"sent {sent >> 20} MiB of layers; left out {skipped >> 20} MiB the peer holds "
-              f"and {staged_bytes >> 20} MiB staged there ({total >> 20} MiB in the image {image_id[:19]})")
-    with open(result, "w") as f:
-        f.write(f"sent-bytes={sent}\nskipped-bytes={skipped + staged_bytes}\n")
+    summary(step, result, sent, skipped, staged_bytes, f"{total >> 20} MiB in the image {image_id[:19]}")
     return 0
+
+
+def summary(step: str, result: str, sent: int, skipped: int, staged: int, whole: str) -> None:
+    say(step, f"sent {sent >> 20} MiB of layers; left out {skipped >> 20} MiB the peer holds "
+              f"and {staged >> 20} MiB staged there ({whole})")
+    with open(result, "w") as f:
+        f.write(f"sent-bytes={sent}\nskipped-bytes={skipped + staged}\n")
 
 
 class _Bytes:
@@ -273,8 +317,7 @@ class _Tee:
 
 
 def plan(facts: str) -> int:
-    diff_ids, peer, staged = read_facts(facts)
-    held = {c for layers in peer for c in chain_ids(layers)}
+    diff_ids, held, staged, _ = read_facts(facts)
     print("filter" if staged or held & set(chain_ids(diff_ids)) else "whole")
     return 0
 
@@ -301,6 +344,180 @@ def split(staging: str) -> int:
     return 0
 
 
+# ---------------------------------------------------------------------------------------------
+# The layer registry on the build node (registry-plan, registry-send)
+
+class RegistryError(Exception):
+    """The registry did not answer as a registry does: down, too slow, or an unexpected reply."""
+
+    def __init__(self, what: str, status: int | None = None):
+        super().__init__(" ".join(what.split()))
+        self.status = status
+
+
+class DigestMismatch(Exception):
+    pass
+
+
+# The registry is on loopback: never through a proxy the environment names.
+_OPENER = urllib.request.build_opener(urllib.request.ProxyHandler({}))
+
+
+def get(url: str, accept: str | None = None):
+    try:
+        return _OPENER.open(urllib.request.Request(url, headers={"Accept": accept} if accept else {}),
+                            timeout=HTTP_TIMEOUT_S)
+    except urllib.error.HTTPError as e:
+        raise RegistryError(f"GET {url}: HTTP {e.code}", e.code) from None
+    except (OSError, http.client.HTTPException) as e:
+        raise RegistryError(f"GET {url}: {e}") from None
+
+
+class _Blob:
+    """A blob as it streams from the registry: exactly `size` bytes, whose sha256 is checked
+    before the last of them is passed on, so a blob that differs never reaches the peer whole."""
+
+    def __init__(self, response, digest: str, size: int):
+        if not digest.startswith("sha256:"):
+            raise RegistryError(f"blob {digest}: not a sha256 digest")
+        self.response, self.digest, self.left, self.sha = response, digest, size, hashlib.sha256()
+
+    def read(self, n: int = -1) -> bytes:
+        want = self.left if n is None or n < 0 else min(n, self.left)
+        parts, got = [], 0
+        while got < want:
+            try:
+                part = self.response.read(want - got)
+            except (OSError, http.client.HTTPException) as e:
+                raise RegistryError(f"reading blob {self.digest}: {e}") from None
+            if not part:
+                raise RegistryError(f"blob {self.digest} ended {self.left - got} bytes early")
+            parts.append(part)
+            got += len(part)
+        block = b"".join(parts)
+        self.sha.update(block)
+        self.left -= len(block)
+        if want and not self.left and "sha256:" + self.sha.hexdigest() != self.digest:
+            raise DigestMismatch(self.digest)
+        return block
+
+
+def blob(base: str, digest: str, size: int) -> bytes:
+    with get(f"{base}/blobs/{digest}") as r:
+        return _Blob(r, digest, size).read()
+
+
+class Image(NamedTuple):
+    config: tuple[str, bytes]            # digest, the config itself (checked against the digest)
+    layers: list[tuple[str, int]]        # digest and size of each gzip blob, in order
+    diff_ids: list[str]
+
+
+def image_in_registry(base: str, ref: str) -> Image:
+    try:
+        with get(f"{base}/manifests/{ref}", MANIFEST_V2) as r:
+            manifest = json.loads(r.read())
+        digest = manifest["config"]["digest"]
+        config = blob(base, digest, int(manifest["config"]["size"]))
+        diff_ids = json.loads(config)["rootfs"]["diff_ids"]
+        layers = [(layer["digest"], int(layer["size"])) for layer in manifest["layers"]]
+    except (KeyError, TypeError, ValueError, OSError, http.client.HTTPException) as e:
+        raise RegistryError(f"{ref}: not an image manifest of the registry API v2 ({e!r})") from None
+    if len(layers) != len(diff_ids):
+        raise RegistryError(f"{ref}: {len(layers)} layers for {len(diff_ids)} diff IDs")
+    return Image((digest, config), layers, diff_ids)
+
+
+def registry_chains(base: str) -> set[str]:
+    """The chain IDs of every layer of every tag of the repository (none when it does not exist)."""
+    try:
+        with get(f"{base}/tags/list") as r:
+            tags = json.loads(r.read()).get("tags") or []
+    except RegistryError as e:
+        if e.status == 404:
+            return set()
+        raise
+    except (ValueError, AttributeError, OSError, http.client.HTTPException) as e:
+        raise RegistryError(f"{base}/tags/list: {e!r}") from None
+    return {c for t in tags for c in chain_ids(image_in_registry(base, t).diff_ids)}
+
+
+def registry_plan(addr: str, repo: str, facts: str) -> int:
+    f = read_facts(facts)
+    shared = f.held & set(chain_ids(f.diff_ids))
+    try:
+        missing = shared - registry_chains(f"http://{addr}/v2/{repo}")
+    except (RegistryError, DigestMismatch) as e:
+        method, why = "filter", f"{addr} cannot be used ({type(e).__name__}: {e}): docker save"
+    else:
+        method = "registry" if shared and not missing else "filter"
+        why = (f"holds the {len(shared)} layers the image shares with the peer: only the others are pushed and sent"
+               if method == "registry" else "the peer holds no layer of the image: docker save" if not shared else
+               f"lacks {len(missing)} of the {len(shared)} layers the image shares with the peer: docker save")
+    print(method)
+    print(why, file=sys.stderr)
+    return 0
+
+
+def hex_of(digest: str) -> str:
+    return digest.split(":", 1)[-1]
+
+
+def add_bytes(out: tarfile.TarFile, name: str, data: bytes) -> None:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = len(data), 0o644
+    out.addfile(info, _Bytes(data))
+
+
+def registry_send(addr: str, repo: str, tag: str, step: str, facts: str, result: str) -> int:
+    f = read_facts(facts)
+    base = f"http://{addr}/v2/{repo}"
+    try:
+        image = image_in_registry(base, tag)
+        if image.diff_ids != f.diff_ids:
+            raise RegistryError(f"{repo}:{tag} in the registry is not the image {f.tag}")
+        names = [f"{hex_of(digest)}/layer.tar" for digest, _ in image.layers]
+        config_name = f"{hex_of(image.config[0])}.json"
+        out = tarfile.open(fileobj=sys.stdout.buffer, mode="w|", format=tarfile.GNU_FORMAT, bufsize=BLOCK,
+                           copybufsize=BLOCK)
+        # RepoTags as `docker save` writes them: a reference by digest is no tag.
+        tags = [f.tag] if f.tag and "@" not in f.tag else []
+        add_bytes(out, "manifest.json", json.dumps([{"Config": config_name, "Layers": names, "RepoTags": tags}]).encode())
+        add_bytes(out, config_name, image.config[1])
+        sent = skipped = staged = 0
+        for (digest, size), chain, name in zip(image.layers, chain_ids(image.diff_ids), names):
+            top = name.partition("/")[0]
+            if chain in f.held:
+                skipped += size
+            elif top in f.staged:
+                staged += size
+                say(step, f"layer {top[:12]} ({size >> 20} MiB) already staged on the peer")
+            else:
+                say(step, f"sending layer {top[:12]} ({size >> 20} MiB)")
+                info = tarfile.TarInfo(name)
+                info.size, info.mode = size, 0o644
+                with get(f"{base}/blobs/{digest}") as r:
+                    out.addfile(info, _Blob(r, digest, size))
+                sent += size
+        out.close()
+        sys.stdout.buffer.flush()
+    except RegistryError as e:
+        return registry_failed(step, result, "unreachable", str(e))
+    except DigestMismatch as e:
+        return registry_failed(step, result, "digest-mismatch", str(e))
+    total = sum(size for _, size in image.layers)
+    summary(step, result, sent, skipped, staged, f"{total >> 20} MiB of gzip layers in {repo}:{tag}")
+    return 0
+
+
+def registry_failed(step: str, result: str, kind: str, what: str) -> int:
+    """The archive is left unfinished (the peer's `receive` and `docker load` fail on it)."""
+    say(step, f"layer registry: {kind}: {what}")
+    with open(result, "w") as f:
+        f.write(f"{kind}={what}\n")
+    return 1
+
+
 def main(argv: list[str]) -> int:
     if len(argv) == 2 and argv[0] == "plan":
         return plan(argv[1])
@@ -310,8 +527,13 @@ def main(argv: list[str]) -> int:
         return send(*argv[1:])
     if len(argv) == 3 and argv[0] == "receive":
         return receive(argv[1], argv[2])
+    if len(argv) == 4 and argv[0] == "registry-plan":
+        return registry_plan(*argv[1:])
+    if len(argv) == 7 and argv[0] == "registry-send":
+        return registry_send(*argv[1:])
     print("usage: image_layers.py send IMAGE_ID STEP FACTS RESULT | receive STAGING STEP | plan FACTS"
-          " | split STAGING", file=sys.stderr)
+          " | split STAGING | registry-plan ADDR REPO FACTS | registry-send ADDR REPO TAG STEP FACTS RESULT",
+          file=sys.stderr)
     return 2
 
 
@@ -332,20 +554,67 @@ IMAGE_LAYERS_PY
       peer docker image inspect --format ''"'"'{{json .RootFS.Layers}}'"'"'' $ids | sed 's/^/peer /'
     fi
     peer "ls $(printf %q "$stage") 2>/dev/null || true" | sed -n 's/^\([0-9a-f]\{64\}\)\.tar$/staged \1/p'
+    printf 'tag %s\n' blackwell-serving/sglang-spark:3179620c3637
   } > "$work/facts"
   step_name='image blackwell-serving/sglang-spark:3179620c3637 -> spark-5be3'
-  if [ "$(python3 "$work/image_layers.py" plan "$work/facts")" = whole ]; then
+  # On the peer: the layer files kept in staging as they pass, the stream loaded.
+  receive() {
+    peer "set -o pipefail; python3 -c $(printf %q "$code") receive $(printf %q "$stage") $(printf %q "$step_name") | docker load"
+  }
+  method=$(python3 "$work/image_layers.py" plan "$work/facts") || method=filter
+  layer_registry=127.0.0.1:5055
+  drop_layer_refs() {
+    docker image ls --digests --format '{{.Repository}} {{.Tag}} {{.Digest}}' \
+      | awk -v r="$layer_registry/$1" '$1 == r || index($1, r "/") == 1 {
+          if ($2 != "<none>") print $1 ":" $2
+          if ($3 != "<none>") print $1 "@" $3
+        }' | xargs -r docker image rm >/dev/null 2>&1 || true
+  }
+  push_layers() {
+    local id=${3#sha256:} rc=0
+    docker tag "$1" "$layer_registry/$2:${id:0:12}" || return 1
+    docker push "$layer_registry/$2:${id:0:12}" 2>&1 | progress || rc=$?
+    drop_layer_refs "$2"
+    return "$rc"
+  }
+  repo=bws/sglang-spark
+  if [ "$method" = filter ]; then
+    method=$(python3 "$work/image_layers.py" registry-plan "$layer_registry" "$repo" "$work/facts" 2>"$work/why") \
+      || method=filter
+    log "layer registry: $(tail -n 1 "$work/why")"
+  fi
+  if [ "$method" = registry ] && ! push_layers blackwell-serving/sglang-spark:3179620c3637 "$repo" "$want"; then
+    log "the push to the layer registry failed: docker save instead"
+    method=filter
+  fi
+  if [ "$method" = registry ]; then
+    log "copying the layers of $((size / 1048576)) MiB that the peer lacks from the layer registry over the fabric"
+    rc=0
+    { python3 "$work/image_layers.py" registry-send "$layer_registry" "$repo" "${want:7:12}" "$step_name" \
+        "$work/facts" "$work/result" | receive; } 2>&1 | progress || rc=$?
+    if grep -q '^digest-mismatch=' "$work/result" 2>/dev/null; then
+      peer rm -rf "$(printf %q "$stage")"
+      log "layer $(sed -n 's/^digest-mismatch=//p' "$work/result") read from the layer registry does not match its digest; the copy stopped and the peer's staging is cleared. fix: remove the layer registry on this node (docker rm -f bws-layer-registry and its storage, fabric.layer_registry.storage) and run up again: it starts empty, and this copy uses docker save"
+      exit 1
+    elif grep -q '^unreachable=' "$work/result" 2>/dev/null; then
+      log "the layer registry stopped answering ($(sed -n 's/^unreachable=//p' "$work/result")): docker save instead"
+      method=filter
+    elif [ "$rc" -ne 0 ]; then
+      exit "$rc"
+    fi
+    sent=$(sed -n 's/^sent-bytes=//p' "$work/result")
+  fi
+  if [ "$method" = whole ]; then
     # The peer holds none of it: plain `docker save`, kept on the peer by `tee` as it passes
     # (split into layer files by the next run if this one is interrupted). No Python pass.
     log "copying all $((size / 1048576)) MiB (the peer holds no layer of it) over the fabric"
     { docker save blackwell-serving/sglang-spark:3179620c3637 \
         | peer "set -o pipefail; mkdir -p $(printf %q "$stage") && tee $(printf %q "$stage/stream.tar.part") | docker load"; } 2>&1 | progress
     sent=$size
-  else
+  elif [ "$method" != registry ]; then
     log "copying the layers of $((size / 1048576)) MiB that the peer lacks over the fabric"
     { docker save blackwell-serving/sglang-spark:3179620c3637 \
-        | python3 "$work/image_layers.py" send "$want" "$step_name" "$work/facts" "$work/result" \
-        | peer "set -o pipefail; python3 -c $(printf %q "$code") receive $(printf %q "$stage") $(printf %q "$step_name") | docker load"; } 2>&1 | progress
+        | python3 "$work/image_layers.py" send "$want" "$step_name" "$work/facts" "$work/result" | receive; } 2>&1 | progress
     sent=$(sed -n 's/^sent-bytes=//p' "$work/result")
   fi
 else

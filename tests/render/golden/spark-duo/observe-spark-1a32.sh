@@ -62,6 +62,7 @@ link enp1s0f1np1
 rdma rocep1s0f1/1
 rdma roceP2p1s0f1/1
 url http://127.0.0.1:4000/health/liveliness
+url http://127.0.0.1:5055/v2/
 url http://127.0.0.1:8000/health
 ray bws-qwen35-ray-head
 exit 0
