@@ -1,10 +1,12 @@
 """Chaos benchmark on the lab (a script, not a test; bounded; traffic only to the lab's nodes).
 
-    source scripts/env.sh && python bench/chaos_bench.py [--runs 20] [--kill-window 20 400] [--seed N]
+    source scripts/env.sh && python bench/chaos_bench.py [--runs 20] [--kill-window 20 300] [--seed N]
                                                          [--budget-min M] [--continue RESULTS_JSON]
 
 Each run: destroy the `lab` stack; start `pulumi up`; at a random moment of the kill window send
-SIGINT or SIGKILL (chosen at random); then run `up` again the way an operator would after an
+SIGINT or SIGKILL (chosen at random; an `up` that ends before its signal interrupted nothing: it
+is recorded, does not count toward --runs, and narrows the window's end to 95% of its duration, so
+that every counted run cuts into a running `up`); then run `up` again the way an operator would after an
 interruption (clear the stale backend lock of the dead run: python -m components.todo.interrupted)
 and require it to converge; then check the nodes themselves: our units active, the image with one
 ID on both nodes, the model cache verified in full on both, glm stopped and disabled, embeddings
@@ -184,9 +186,11 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     with output.open("w") as out:
         proc = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--stack", "lab", "--non-interactive"],
                                 cwd=REPO, env=ENV, stdout=out, stderr=subprocess.STDOUT)
+    launched = time.monotonic()
     try:
         proc.wait(timeout=at)
         finished_first = True
+        first_up_s = time.monotonic() - launched
     except subprocess.TimeoutExpired:
         finished_first = False
         before = descendants(proc.pid)
@@ -209,6 +213,7 @@ def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: st
     # watcher's limit), waited for here so that the next run starts clean.
     lingering.join()
     return {"run": i, "signal": sig.name, "at_s": round(at, 1), "finished_before_signal": finished_first,
+            "first_up_s": round(first_up_s, 1) if finished_first else None,
             # An `up` that ended by itself before the signal must have succeeded, or the run tested nothing.
             "first_up_failed": output.read_text(errors="replace")[-600:] if finished_first and proc.returncode else None,
             "steps_completed_before_signal": interrupted["completed"], "steps_interrupted": interrupted["in_flight"],
@@ -220,7 +225,7 @@ def main() -> None:
     global ENV
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--runs", type=int, default=20)
-    parser.add_argument("--kill-window", type=float, nargs=2, default=(20.0, 400.0), metavar=("FROM_S", "TO_S"))
+    parser.add_argument("--kill-window", type=float, nargs=2, default=(20.0, 300.0), metavar=("FROM_S", "TO_S"))
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--budget-min", type=float, default=None,
                         help="start no run after this many minutes (a run under way is finished)")
@@ -245,17 +250,21 @@ def main() -> None:
     started = time.monotonic()
     runs: list[dict] = list(earlier)
     summary = summarize(seed, args.runs, runs)
-    while len(runs) < args.runs:
+    window = narrowed(tuple(args.kill_window), runs)
+    # Bounded: `up`s that end before their signal are redrawn, at most one per counted run.
+    while summary["runs"] < args.runs and len(runs) < 2 * args.runs:
         if args.budget_min and time.monotonic() - started > args.budget_min * 60:
             print(f"budget of {args.budget_min} min spent: {len(runs)} of {args.runs} runs done", flush=True)
             break
-        result = {**one_run(len(runs) + 1, rng, tuple(args.kill_window), api_key, gateway_key),
+        result = {**one_run(len(runs) + 1, rng, window, api_key, gateway_key),
                   "seed": seed, "commit": commit()}
         runs.append(result)
+        window = narrowed(window, runs)
         print(json.dumps(result), flush=True)
         summary = summarize(seed, args.runs, runs)
         path.write_text(json.dumps(summary, indent=2) + "\n")
-    print(f"{summary['converged']}/{summary['runs']} converged (of {args.runs} planned); median resumed up "
+    print(f"{summary['converged']}/{summary['runs']} interrupted runs converged (of {args.runs} planned; "
+          f"{summary['not_interrupted']} ups ended before their signal); median resumed up "
           f"{summary['median_resumed_up_s']} s; {summary['runs_with_leftover_processes']} runs left processes; "
           f"written to {path}")
 
@@ -267,17 +276,31 @@ def commit() -> str:
     return head + ("+changes" if dirty.returncode else "")
 
 
+def narrowed(window: tuple[float, float], runs: list[dict]) -> tuple[float, float]:
+    """The kill window with its end below 95% of the shortest `up` seen to end before its signal
+    (never below its start plus 10 s)."""
+    ends = [0.95 * r["first_up_s"] for r in runs if r.get("first_up_s") and not r.get("first_up_failed")]
+    start, end = window
+    return (start, max(start + 10.0, min([end, *ends])))
+
+
 def summarize(seed: int, planned: int, runs: list[dict]) -> dict:
+    """Counts over the runs whose signal cut into a running `up` (and runs that failed before
+    their signal: a destroy or an `up` that failed by itself is a bad state, not a skipped run)."""
+    every = runs
+    skipped = [r for r in runs if r.get("finished_before_signal") and not r.get("first_up_failed")]
+    runs = [r for r in runs if r not in skipped]
     resumed = [r["resumed_up_s"] for r in runs if "resumed_up_s" in r]
-    return {"seed": seed, "planned": planned, "runs": len(runs),
+    good = [r for r in runs if r.get("converged") and not r.get("first_up_failed")]
+    return {"seeds": sorted({r.get("seed", seed) for r in every} | {seed}), "planned": planned, "runs": len(runs), "not_interrupted": len(skipped),
             "commits": sorted({r.get("commit", "unrecorded") for r in runs}),
-            "converged": sum(1 for r in runs if r.get("converged")),
+            "converged": len(good),
             "median_resumed_up_s": statistics.median(resumed) if resumed else None,
-            "bad_states": [r for r in runs if not r.get("converged")],
+            "bad_states": [r for r in runs if r not in good],
             "runs_with_leftover_processes": sum(1 for r in runs if r.get("leftover_processes")),
             # Which steps the signals cut into, over all runs: the coverage of the kill moments.
             "steps_interrupted": dict(Counter(s for r in runs for s in r.get("steps_interrupted", [])).most_common()),
-            "detail": runs}
+            "detail": every}
 
 
 ENV: dict = {}
