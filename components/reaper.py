@@ -107,6 +107,15 @@ def _alive(pid: int, started: int) -> bool:
     return stat is not None and stat.started == started
 
 
+def survivors(processes: dict[int, int], within_s: float) -> dict[int, str]:
+    """Those of `processes` (from `descendants`) still alive after waiting up to `within_s`:
+    PID -> name. What a killed run must not leave behind."""
+    deadline = time.monotonic() + within_s
+    while time.monotonic() < deadline and any(_alive(p, s) for p, s in processes.items()):
+        time.sleep(0.2)
+    return {p: _name(p) for p, s in processes.items() if _alive(p, s)}
+
+
 def end(processes: dict[int, int], grace_s: float = GRACE_S) -> list[int]:
     """SIGTERM to each process still the one noted, SIGKILL to those alive after the grace.
     Returns the PIDs that were signalled."""

@@ -41,10 +41,7 @@ def test_nothing_of_a_killed_up_outlives_it(project):
         left = {p: s for p, s in below.items() if p not in watchers}
         cli.send_signal(signal.SIGKILL)
         cli.wait()
-        deadline = time.monotonic() + 20
-        while time.monotonic() < deadline and any(reaper._stat(p) for p in left):
-            time.sleep(0.2)
-        still = {p: reaper._name(p) for p in left if reaper._stat(p) and reaper._stat(p)[1] == left[p]}
+        still = reaper.survivors(left, within_s=20)
         assert still == {}, f"outlived the killed CLI: {still}"
     finally:
         cli.kill()

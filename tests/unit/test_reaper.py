@@ -69,5 +69,19 @@ def test_end_never_signals_a_reused_pid():
         sleeper.wait()
 
 
+def test_survivors_are_the_noted_processes_still_alive():
+    sleeper = subprocess.Popen(["sleep", "300"])
+    try:
+        noted = {sleeper.pid: reaper._stat(sleeper.pid)[1]}
+        assert reaper.survivors(noted, within_s=0.2) == {sleeper.pid: "sleep"}
+        assert reaper.survivors({sleeper.pid: noted[sleeper.pid] + 1}, within_s=0) == {}  # a reused PID
+        sleeper.kill()
+        sleeper.wait()
+        assert reaper.survivors(noted, within_s=5) == {}
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
 def test_no_watcher_outside_a_pulumi_cli():
     assert reaper.cli_ancestor(os.getpid()) is None  # pytest is not run by a `pulumi` CLI
