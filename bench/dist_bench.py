@@ -252,9 +252,9 @@ def relay(copy, peers) -> None:
         in_parallel([lambda s=s, p=p: copy(s, p) for s, p, r, _ in plan if r == rnd])
 
 
-def case_d(tag: str) -> list[dict]:
+def case_d(tag: str, rows: list[dict]) -> None:
+    """Adds its rows as they are measured: a failure of the model part keeps the image's."""
     peers = [N2, N3, N4]
-    rows = []
     # The image: flattened (one layer, the engine image's files), so no peer holds any of it.
     flat_image(tag)
     for p in peers:
@@ -277,7 +277,6 @@ def case_d(tag: str) -> list[dict]:
     rows.append(side_by_side(f"d: the {size / 2**30:.2f} GiB model to three peers", old, new, model_bytes=size))
     for p in peers:
         drop_model(p)
-    return rows
 
 
 def main() -> int:
@@ -297,7 +296,7 @@ def main() -> int:
         if "c" in cases:
             rows.append(case_c())
         if "d" in cases:
-            rows.extend(case_d(tag))
+            case_d(tag, rows)
     finally:
         for n in NODES[2:]:
             drop_image(n, tag)

@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import subprocess
 import time
+import uuid
 from dataclasses import dataclass
 
 from components.config.schema import DEFAULT_PEER_KEY, LayerRegistry
@@ -85,9 +86,11 @@ def put_script(node: lab.Node, script: str, path: str) -> None:
 
 def run_script(node: lab.Node, script: str, *, timeout: int = 3600) -> Run:
     """The script on `node` as a step runs it, with the bytes `node` sent on the fabric."""
-    put_script(node, script, "/tmp/bws-dist-step.sh")
+    # A path of its own: the bench runs several copies from one node at once.
+    path = f"/tmp/bws-dist-step-{uuid.uuid4().hex}.sh"
+    put_script(node, script, path)
     before = tx_bytes(node)
     t0 = time.monotonic()
-    run = ssh(node, "bash /tmp/bws-dist-step.sh </dev/null", timeout=timeout, check=False)
+    run = ssh(node, f"bash {path} </dev/null; rc=$?; rm -f {path}; exit $rc", timeout=timeout, check=False)
     wall = time.monotonic() - t0
     return Run(run.returncode, run.stdout, run.stderr, wall, tx_bytes(node) - before)
