@@ -43,15 +43,17 @@ peer() { "${peer_ssh[@]}" root@198.19.0.12 "$@"; }
 want=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a)
 have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null || true)
 had=$have
+staging_root=/var/lib/blackwell-serving/image-staging
+stage="$staging_root/${want#sha256:}"
 if [ "$have" = "$want" ]; then
+  # What an interrupted run staged is not needed any more (its copy may have ended after all).
+  peer rm -rf "$(printf %q "$stage")"
   log "already there ($want)"
   echo "image-id=$want"
   exit 0
 fi
 size=$(docker image inspect --format '{{.Size}}' blackwell-serving/vllm-lab:2b5ceeb6797a)
 start=$(date +%s)
-staging_root=/var/lib/blackwell-serving/image-staging
-stage="$staging_root/${want#sha256:}"
 if command -v python3 >/dev/null 2>&1 && peer command -v python3 >/dev/null 2>&1; then
   work=$(mktemp -d)
   trap 'rm -f "$peer_known_hosts"; rm -rf "$work"' EXIT
