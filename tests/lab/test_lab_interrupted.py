@@ -1,0 +1,102 @@
+"""An `up` killed in the middle of the image copy, on the lab and the real engine, and the
+operator's next run (`python -m components.todo --up`) with nothing done by hand in between: it
+clears the dead run's lock of the backend and says so, names the step that was interrupted, and
+converges (the image with one ID on both nodes, the model cache verified in full, a completion);
+a preview after it has nothing to do. No process of the killed run outlives it on this machine.
+The lab stack's first deployment (tiny over Ray on both nodes) as its own stack."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from components import reaper
+from components.image import staging_dir
+from tests.lab import topology as lab
+from tests.lab.helpers import REPO, Stack, api_key, destroy_lab_stack, nodes_as_found, require_lab, sh
+
+pytestmark = pytest.mark.lab
+
+NODE1, NODE2 = lab.nodes(2)
+STAGING = staging_dir("/var/lib/blackwell-serving")
+MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
+# Kill once this much of the image is kept on the peer: the copy is well under way.
+KILL_AT_BYTES = 200 * 1024 * 1024
+
+
+@pytest.fixture(scope="module")
+def lab_clean():
+    require_lab(NODE1, NODE2)
+    api_key()
+    destroy_lab_stack()
+    assert nodes_as_found()["our_units"] == {NODE1.name: "0", NODE2.name: "0"}, "the lab has units of ours left"
+
+
+def staged_bytes() -> int:
+    out = sh(NODE2, f"du -sb {STAGING} 2>/dev/null | cut -f1 || true", check=False)
+    return int(out) if out.isdigit() else 0
+
+
+def kill_during_the_image_copy(cli: subprocess.Popen, limit_s: float = 900) -> dict[int, int]:
+    """SIGKILL to the CLI once the peer keeps KILL_AT_BYTES of the image; returns the processes
+    the run had under it just before (pid -> start time)."""
+    deadline = time.monotonic() + limit_s
+    while time.monotonic() < deadline:
+        if cli.poll() is not None:
+            pytest.fail(f"the up ended (exit {cli.returncode}) before the image copy was under way")
+        if staged_bytes() >= KILL_AT_BYTES:
+            below = reaper.descendants(cli.pid, exclude=-1)
+            cli.send_signal(signal.SIGKILL)
+            cli.wait()
+            return below
+        time.sleep(2)
+    pytest.fail(f"no image copy to lab-2 under way after {limit_s} s")
+
+
+def test_a_killed_up_is_resumed_by_the_next_run(lab_clean, tmp_path):
+    stack = Stack(tmp_path, "lab-killed", lambda c: None)
+    try:
+        log = tmp_path / "killed-up.log"
+        with log.open("w") as out:
+            cli = subprocess.Popen(["pulumi", "up", "--yes", "--skip-preview", "--non-interactive",
+                                    "--stack", stack.name], cwd=stack.project, env=stack.env,
+                                   stdout=out, stderr=subprocess.STDOUT)
+        try:
+            below = kill_during_the_image_copy(cli)
+        finally:
+            if cli.poll() is None:
+                cli.kill()
+                cli.wait()
+        # Its language host, provider and ssh end with it (components/reaper.py).
+        left = reaper.survivors(below, within_s=30)
+        assert left == {}, f"outlived the killed up: {left}"
+
+        resumed = subprocess.run([sys.executable, "-m", "components.todo", "--up", "--stack", stack.name,
+                                  "--work-dir", str(stack.project)], cwd=REPO, env=stack.env,
+                                 capture_output=True, text=True, timeout=1800)
+        assert resumed.returncode == 0, resumed.stdout[-4000:] + resumed.stderr[-3000:]
+        assert "cleared the lock of stack lab-killed" in resumed.stderr, resumed.stderr[-3000:]
+        interrupted = resumed.stderr.split("interrupted during these steps", 1)
+        assert len(interrupted) == 2 and "lab-2" in interrupted[1], resumed.stderr[-3000:]
+
+        ids = {n.name: sh(n, "docker images -q --no-trunc blackwell-serving/vllm-lab | head -1") for n in (NODE1, NODE2)}
+        assert len(set(ids.values())) == 1 and all(ids.values()), ids
+        assert sh(NODE2, f"ls {STAGING} 2>/dev/null | wc -l", check=False) == "0", "staging left on lab-2"
+        for node in (NODE1, NODE2):
+            sh(node, f"cd {MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
+        key = api_key()
+        answer = sh(NODE1, f"curl -fsS --max-time 120 -H 'Authorization: Bearer {key}' "
+                           "-H 'Content-Type: application/json' --data-binary "
+                           "'{\"model\": \"tiny-llama\", \"max_tokens\": 4, \"messages\": "
+                           "[{\"role\": \"user\", \"content\": \"hello\"}]}' "
+                           "http://127.0.0.1:8000/v1/chat/completions")
+        assert '"choices"' in answer, answer
+
+        again = stack.run("preview", "--expect-no-changes")
+        assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]
+    finally:
+        stack.destroy()
