@@ -3,6 +3,7 @@ property, our containers, and `pulumi` on the operator's `lab` stack."""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -58,6 +59,21 @@ def api_key() -> str:
         key.write_text(os.urandom(18).hex() + "\n")
         key.chmod(0o600)
     return key.read_text().strip()
+
+
+# Where the lab stack's model is cached on each node.
+LAB_MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
+
+
+def completion(served: str = "tiny-llama", port: int = 8000) -> dict:
+    """A real chat completion from an engine on lab-1, asked on the node (the key from its file)."""
+    key = api_key()
+    body = json.dumps({"model": served, "max_tokens": 4, "temperature": 0,
+                       "messages": [{"role": "user", "content": "Say hello."}]})
+    out = sh(lab.nodes(1)[0], f"curl -fsS --max-time 60 -H 'Authorization: Bearer {key}' "
+                              f"-H 'Content-Type: application/json' "
+                              f"--data-binary '{body}' http://127.0.0.1:{port}/v1/chat/completions")
+    return json.loads(out)
 
 
 def unit_prop(node, unit, prop) -> str:

@@ -17,13 +17,12 @@ import pytest
 from components import reaper
 from components.image import staging_dir
 from tests.lab import topology as lab
-from tests.lab.helpers import REPO, Stack, api_key, destroy_lab_stack, nodes_as_found, require_lab, sh
+from tests.lab.helpers import LAB_MODEL_DIR, REPO, Stack, api_key, completion, destroy_lab_stack, nodes_as_found, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
 NODE1, NODE2 = lab.nodes(2)
 STAGING = staging_dir("/var/lib/blackwell-serving")
-MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 # Kill once this much of the image is kept on the peer: the copy is well under way.
 KILL_AT_BYTES = 200 * 1024 * 1024
 
@@ -87,14 +86,8 @@ def test_a_killed_up_is_resumed_by_the_next_run(lab_clean, tmp_path):
         assert len(set(ids.values())) == 1 and all(ids.values()), ids
         assert sh(NODE2, f"ls {STAGING} 2>/dev/null | wc -l", check=False) == "0", "staging left on lab-2"
         for node in (NODE1, NODE2):
-            sh(node, f"cd {MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
-        key = api_key()
-        answer = sh(NODE1, f"curl -fsS --max-time 120 -H 'Authorization: Bearer {key}' "
-                           "-H 'Content-Type: application/json' --data-binary "
-                           "'{\"model\": \"tiny-llama\", \"max_tokens\": 4, \"messages\": "
-                           "[{\"role\": \"user\", \"content\": \"hello\"}]}' "
-                           "http://127.0.0.1:8000/v1/chat/completions")
-        assert '"choices"' in answer, answer
+            sh(node, f"cd {LAB_MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
+        assert completion()["choices"]
 
         again = stack.run("preview", "--expect-no-changes")
         assert again.returncode == 0, again.stdout[-4000:] + again.stderr[-2000:]

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, api_key, nodes_as_found, one_node, require_lab, sh
+from tests.lab.helpers import Stack, api_key, completion, nodes_as_found, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
@@ -33,16 +33,6 @@ def swap_model(c: dict, name: str, revision: str, path) -> None:
     """Serve another model (a new entry of models:, as an operator writes a swap)."""
     c["blackwell-serving:models"][0].update(name=name, revision=revision, source={"kind": "local", "path": str(path)})
     c["blackwell-serving:deployments"][0]["model"] = name
-
-
-def completion() -> dict:
-    """A real chat completion from the engine on lab-1, asked on the node (the key from its file)."""
-    key = api_key()
-    body = json.dumps({"model": SERVED, "max_tokens": 4, "temperature": 0,
-                       "messages": [{"role": "user", "content": "Say hello."}]})
-    out = sh(NODE1, f"curl -fsS --max-time 60 -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' "
-                    f"--data-binary '{body}' http://127.0.0.1:{PORT}/v1/chat/completions")
-    return json.loads(out)
 
 
 def served_path() -> str:
@@ -95,7 +85,7 @@ def test_a_failed_swap_brings_the_previous_model_back_and_a_good_one_replaces_it
     try:
         up = stack.run("up", "--yes", "--skip-preview")
         assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
-        assert completion()["choices"]
+        assert completion(SERVED, PORT)["choices"]
         pid_before = sh(NODE1, "systemctl show -p MainPID --value bws-tiny.service")
 
         stack.change(lambda c: swap_model(c, "tiny-broken", "lab-broken", broken))
@@ -107,7 +97,7 @@ def test_a_failed_swap_brings_the_previous_model_back_and_a_good_one_replaces_it
         assert "NOT put back" not in out, out[-6000:]
         # The previous deployment serves again (a new process of the previous unit), its cache intact.
         assert served_path().endswith("lab-v1"), served_path()
-        assert completion()["choices"]
+        assert completion(SERVED, PORT)["choices"]
         assert sh(NODE1, "systemctl show -p MainPID --value bws-tiny.service") != pid_before
         assert sh(NODE1, f"test -d {first_cache} && echo kept") == "kept"
         # The todo list shows the failed swap: the unit to rewrite with the new model.
@@ -119,7 +109,7 @@ def test_a_failed_swap_brings_the_previous_model_back_and_a_good_one_replaces_it
         up = stack.run("up", "--yes", "--skip-preview")
         assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
         assert served_path().endswith("lab-v2"), served_path()
-        assert completion()["choices"]
+        assert completion(SERVED, PORT)["choices"]
         # Only now, after the new model answered, is the previous cache gone.
         assert sh(NODE1, f"test -e {first_cache} && echo there || echo gone") == "gone"
     finally:

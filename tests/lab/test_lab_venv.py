@@ -17,7 +17,7 @@ import pytest
 
 from tests.lab import topology as lab
 from tests.lab import venv_node
-from tests.lab.helpers import Stack, api_key, changes, nodes_as_found, require_lab, sh, unit_prop
+from tests.lab.helpers import Stack, api_key, changes, completion, nodes_as_found, require_lab, sh, unit_prop
 
 pytestmark = pytest.mark.lab
 
@@ -61,15 +61,6 @@ def venv_stack(c: dict) -> None:
     # embeddings server are the docker stacks' tests' business: this one neither retires nor keeps.
     for key in ("fabric", "retire", "keep", "ray"):
         c.pop(f"blackwell-serving:{key}", None)
-
-
-def completion() -> dict:
-    key = api_key()
-    body = json.dumps({"model": SERVED, "max_tokens": 4, "temperature": 0,
-                       "messages": [{"role": "user", "content": "Say hello."}]})
-    out = sh(NODE1, f"curl -fsS --max-time 60 -H 'Authorization: Bearer {key}' -H 'Content-Type: application/json' "
-                    f"--data-binary '{body}' http://127.0.0.1:{PORT}/v1/chat/completions")
-    return json.loads(out)
 
 
 def preview_changes(stack: Stack) -> list[tuple[str, str]]:
@@ -134,7 +125,7 @@ def test_up_builds_the_venv_from_the_pinned_patched_source_and_serves(deployed):
     pid = unit_prop(NODE1, UNIT, "MainPID")
     # (its interpreter is the venv's bin/python3, a link to the node's python: the command line says which)
     assert sh(NODE1, f"tr '\\0' ' ' < /proc/{pid}/cmdline").startswith(f"{venv}/bin/python3 {ROOT}/current/bin/vllm serve")
-    reply = completion()
+    reply = completion(SERVED, PORT)
     assert reply["choices"] and reply["choices"][0]["message"]["content"] is not None, reply
 
 
@@ -163,7 +154,7 @@ def test_current_repointed_by_hand_is_drift_and_up_puts_it_back(deployed):
     up_ok(stack)
     assert sh(NODE1, f"readlink {ROOT}/current") == digest
     assert preview_changes(stack) == []
-    assert completion()["choices"]
+    assert completion(SERVED, PORT)["choices"]
 
 
 def test_unit_edited_by_hand_is_drift_and_up_rewrites_it(deployed):
@@ -179,7 +170,7 @@ def test_unit_edited_by_hand_is_drift_and_up_rewrites_it(deployed):
     assert sh(NODE1, f"sha256sum {unit_file} | cut -d' ' -f1") == original
     assert unit_prop(NODE1, UNIT, "ActiveState") == "active"
     assert preview_changes(stack) == []
-    assert completion()["choices"]
+    assert completion(SERVED, PORT)["choices"]
 
 
 def test_destroy_gives_the_node_back(deployed):
