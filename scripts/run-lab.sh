@@ -5,9 +5,29 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-bash scripts/install-engine.sh
+phase_start=$SECONDS
+took() {  # took WHAT: how long the phase that just ended took
+  printf '[main] %s: %d m %02d s\n' "$1" $(((SECONDS - phase_start) / 60)) $(((SECONDS - phase_start) % 60)) >&2
+  phase_start=$SECONDS
+}
+main_start=$SECONDS
+bash scripts/setup-host.sh
+took "Debian packages"
+# The engine's Go build and the lab's build (downloads, docker builds) are both long and use
+# different resources: they run side by side, the engine's lines marked [engine].
+engine_start=$SECONDS
+(bash scripts/install-engine.sh 2>&1 | sed -u 's/^/[engine] /' >&2; exit "${PIPESTATUS[0]}") &
+engine=$!
 bash scripts/setup-python.sh
+took "Python environment"
 tests/lab/lab up
+took "lab nodes"
+if ! wait "$engine"; then
+  echo "[main] the Pulumi engine's build failed (its lines above, marked [engine]); fix what they name, then run this again" >&2
+  exit 1
+fi
+printf '[main] Pulumi engine (built beside the above): %d s\n' $((SECONDS - engine_start)) >&2
+phase_start=$SECONDS
 # The lab deployment's API key and the gateway's: random, root-only, made once.
 for key in api-key gateway-key; do
   if [ ! -s "tests/lab/.state/$key" ]; then
@@ -33,3 +53,5 @@ echo "== the benchmark after the health gate"
 pulumi stack output --stack lab benchmark
 echo "== one endpoint for both models (the gateway)"
 pulumi stack output --stack lab gateway
+took "preview and up"
+printf '[main] all: %d m %02d s\n' $(((SECONDS - main_start) / 60)) $(((SECONDS - main_start) % 60)) >&2

@@ -1,17 +1,9 @@
 #!/usr/bin/env bash
-# Make sure the host has Debian's docker.io, debootstrap and an ssh client, and that a Docker
-# daemon answers; start dockerd in the background (log: $LAB_CACHE/dockerd.log) when none does.
+# Make sure the host has its Debian packages (scripts/setup-host.sh) and that a Docker daemon
+# answers; start dockerd in the background (log: $LAB_CACHE/dockerd.log) when none does.
 . "$(dirname "$0")/lib.sh"
 
-missing=()
-command -v dockerd >/dev/null || missing+=(docker.io)
-command -v debootstrap >/dev/null || missing+=(debootstrap)
-command -v ssh >/dev/null || missing+=(openssh-client)
-if ((${#missing[@]})); then
-  log "host: installing ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+"$REPO_ROOT/scripts/setup-host.sh"
 
 if docker info >/dev/null 2>&1; then
   exit 0

@@ -35,7 +35,8 @@ def test_image():
     both = sorted(set(images(NODE1).items()) & set(images(NODE2).items()))
     base = next((t for t, _ in both if t.startswith("blackwell-serving/")), None) or (both[0][0] if both else None)
     if base is None:
-        pytest.skip("no image on both lab nodes to build on: run the lab stack's `up` first")
+        pytest.fail("no image on both lab nodes to build on; fix: converge the lab stack first "
+                    "(bash scripts/run-lab.sh)")
     dockerfile = f"FROM {base}\n" + "".join(
         f"RUN head -c {LAYER_MIB << 20} /dev/urandom > /layer-{i}.bin\n" for i in range(3))
     ssh(NODE1, f"docker build -q -t {TAG} -", input=dockerfile, timeout=900)

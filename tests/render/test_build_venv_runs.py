@@ -17,13 +17,13 @@ from pathlib import Path
 import pytest
 
 from components.config.schema import ImageSpec
+from tests.tools import require
 from components.config.venv import GitSource, VenvSpec
 from components.render import render
 from components.venv import VERIFY, build_script, venv_dir
 
 # The interpreter the venvs are made from: this one's base (a real path, not a shim or a venv).
 PYTHON = getattr(sys, "_base_executable", sys.executable)
-pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 
 BACKEND = '''
 import base64, hashlib, os, zipfile
@@ -73,7 +73,7 @@ def engine_repo(path: Path, flags: list[str]) -> str:
     (path / "src" / "sglang" / "launch_server.py").write_text(
         "import argparse\np = argparse.ArgumentParser()\n"
         + "".join(f"p.add_argument({f!r})\n" for f in flags) + "p.parse_args()\n")
-    git = lambda *a: subprocess.run(["git", "-C", str(path), *a], check=True, capture_output=True, text=True)
+    git = lambda *a: subprocess.run([require("git"), "-C", str(path), *a], check=True, capture_output=True, text=True)
     git("init", "-q")
     git("add", ".")
     git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "engine")
@@ -129,9 +129,9 @@ def test_build_verify_switch_rebuild_and_remove(tmp_path):
 
     # A new commit: a new digest directory, built, verified, switched to; the old one kept as previous.
     (repo / "src" / "sglang" / "__init__.py").write_text('__version__ = "0.0.2"\n')
-    subprocess.run(["git", "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "v2"],
+    subprocess.run([require("git"), "-C", str(repo), "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qam", "v2"],
                    check=True)
-    commit2 = subprocess.run(["git", "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
+    commit2 = subprocess.run([require("git"), "-C", str(repo), "rev-parse", "HEAD"], capture_output=True, text=True).stdout.strip()
     second = run(build_script(img, commit2, [], checks), logs)
     assert second.returncode == 0, second.stderr
     digest2 = second.stdout.strip().rsplit("venv-id=", 1)[1]

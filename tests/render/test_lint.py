@@ -5,29 +5,25 @@ ExecStart= program exists (/usr/bin/docker: Debian's docker.io on this machine).
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from tests.tools import require
 from tests.render.golden import render_stack, unit_placements
 from tests.unit.mocked import STACKS
 
-SHELLCHECK = shutil.which("shellcheck")
-SYSTEMD_ANALYZE = shutil.which("systemd-analyze")
-needs_shellcheck = pytest.mark.skipif(SHELLCHECK is None, reason="shellcheck is not installed (apt-get install shellcheck)")
-needs_systemd = pytest.mark.skipif(SYSTEMD_ANALYZE is None, reason="systemd-analyze is not installed (apt-get install systemd)")
 
 
 def shellcheck(folder: Path, names: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([SHELLCHECK, "-s", "bash", "-S", "style", "-f", "gcc", *names],
+    return subprocess.run([require("shellcheck"), "-s", "bash", "-S", "style", "-f", "gcc", *names],
                           cwd=folder, capture_output=True, text=True, timeout=60)
 
 
 def verify_units(folder: Path, names: list[str]) -> subprocess.CompletedProcess:
-    return subprocess.run([SYSTEMD_ANALYZE, "verify", "--man=no", *(f"./{n}" for n in names)],
+    return subprocess.run([require("systemd-analyze"), "verify", "--man=no", *(f"./{n}" for n in names)],
                           cwd=folder, capture_output=True, text=True, timeout=60)
 
 
@@ -40,7 +36,6 @@ def test_scripts_parse_with_bash(stack, tmp_path):
             assert done.returncode == 0, f"{stack}/{name}: {done.stderr}"
 
 
-@needs_shellcheck
 @pytest.mark.parametrize("stack", STACKS)
 def test_scripts_pass_shellcheck(stack, tmp_path):
     scripts = {n: t for n, t in render_stack(stack).items() if n.endswith(".sh")}
@@ -52,7 +47,6 @@ def test_scripts_pass_shellcheck(stack, tmp_path):
     assert done.returncode == 0 and not done.stdout.strip(), f"{stack}:\n{done.stdout}{done.stderr}"
 
 
-@needs_systemd
 @pytest.mark.parametrize("stack", STACKS)
 def test_units_pass_systemd_analyze_verify(stack):
     renders = render_stack(stack)
@@ -88,13 +82,11 @@ def stub_venv_program(text: str, stubs: Path) -> str:
 
 # The checks can fail: each tool flags a known-bad sample.
 
-@needs_shellcheck
 def test_shellcheck_flags_an_unquoted_expansion(tmp_path):
     (tmp_path / "bad.sh").write_text('#!/usr/bin/env bash\nf=$1\nrm -rf $f/tmp\n')
     assert "SC2086" in shellcheck(tmp_path, ["bad.sh"]).stdout
 
 
-@needs_systemd
 def test_systemd_analyze_flags_a_missing_program_and_unknown_keys(tmp_path):
     good = render_stack(STACKS[0])
     text = next(t for n, t in good.items() if n.endswith(".service"))

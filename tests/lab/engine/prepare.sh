@@ -195,15 +195,8 @@ step_registry() {
     wait_for 20 registry_up && return
     die "docker-registry (pid $pid) runs but does not answer; see ${REGISTRY_RUN}/log"
   fi
-  command -v docker-registry >/dev/null || {
-    log "installing Debian's docker-registry"
-    DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker-registry \
-      >"${CACHE}/apt.log" 2>&1 || {
-      apt-get update >>"${CACHE}/apt.log" 2>&1
-      DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends docker-registry \
-        >>"${CACHE}/apt.log" 2>&1
-    } || die "apt-get install docker-registry failed; see ${CACHE}/apt.log"
-  }
+  command -v docker-registry >/dev/null \
+    || die "no docker-registry on this machine; fix: bash scripts/setup-host.sh (installs scripts/host-packages.txt)"
   log "starting docker-registry on ${REGISTRY} (storage ${REGISTRY_DIR})"
   detached docker-registry serve "${REGISTRY_RUN}/config.yml" >"${REGISTRY_RUN}/log" 2>&1 < /dev/null
   echo $! >"${REGISTRY_RUN}/pid"
