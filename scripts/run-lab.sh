@@ -14,16 +14,16 @@ main_start=$SECONDS
 bash scripts/setup-host.sh
 took "Debian packages"
 # The engine's Go build and the lab's build (downloads, docker builds) are both long and use
-# different resources: they run side by side, the engine's lines marked [engine].
+# different resources: they run side by side, the engine's lines marked [pulumi-engine].
 engine_start=$SECONDS
-(bash scripts/install-engine.sh 2>&1 | sed -u 's/^/[engine] /' >&2; exit "${PIPESTATUS[0]}") &
+(bash scripts/install-engine.sh 2>&1 | sed -u 's/^/[pulumi-engine] /' >&2; exit "${PIPESTATUS[0]}") &
 engine=$!
 bash scripts/setup-python.sh
 took "Python environment"
 tests/lab/lab up
 took "lab nodes"
 if ! wait "$engine"; then
-  echo "[main] the Pulumi engine's build failed (its lines above, marked [engine]); fix what they name, then run this again" >&2
+  echo "[main] the Pulumi engine's build failed (its lines above, marked [pulumi-engine]); fix what they name, then run this again" >&2
   exit 1
 fi
 printf '[main] Pulumi engine (built beside the above): %d s\n' $((SECONDS - engine_start)) >&2

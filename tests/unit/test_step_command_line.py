@@ -5,6 +5,8 @@ first instead of racing it."""
 
 from __future__ import annotations
 
+import os
+import signal
 import subprocess
 import time
 import uuid
@@ -41,10 +43,8 @@ def test_the_script_is_read_back_from_its_line_and_stdin():
 
 
 def test_a_script_that_overruns_is_ended_by_its_timeout():
-    start = time.monotonic()
     done = run(line(0, scripts=["sleep 30\n"], timeout_s=1), "sleep 30\n")
-    assert done.returncode == 124
-    assert time.monotonic() - start < 15
+    assert done.returncode == 124   # timeout's own status: it ended the script
 
 
 def test_a_second_run_of_the_same_step_waits_for_the_first():
@@ -65,11 +65,15 @@ def test_a_second_run_of_the_same_step_waits_for_the_first():
 
 
 def test_other_steps_do_not_wait():
-    slow = 'sleep 3\n'
-    first = subprocess.Popen(["bash", "-c", line(0, scripts=[slow])], stdin=subprocess.PIPE, text=True)
+    slow = 'sleep 60\n'
+    first = subprocess.Popen(["bash", "-c", line(0, scripts=[slow])], stdin=subprocess.PIPE, text=True,
+                             start_new_session=True)
     first.stdin.write(slow)
     first.stdin.close()
-    start = time.monotonic()
-    done = run(line(0, scripts=["echo other\n"]), "echo other\n")
-    assert done.stdout == "other\n" and time.monotonic() - start < 2.5
-    first.wait(timeout=30)
+    try:
+        done = run(line(0, scripts=["echo other\n"]), "echo other\n")
+        # the other step ran to its end while the first still held its own lock
+        assert done.stdout == "other\n" and first.poll() is None
+    finally:
+        os.killpg(first.pid, signal.SIGKILL)
+        first.wait(timeout=30)
