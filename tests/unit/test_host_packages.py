@@ -25,7 +25,6 @@ ALSO_PROVIDED = {
     "pulumi": "scripts/install-engine.sh builds it into .engine/bin",
     "python": "the project's .venv (scripts/setup-python.sh)",
     "pulumi-language-python": "scripts/install-engine.sh builds it into .engine/bin",
-    "python3": "the README's machine: CPython 3.11 (the .venv is made from it)",
     "go": "the README's machine: Go (scripts/install-engine.sh builds the engine with it)",
 }
 
