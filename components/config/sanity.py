@@ -20,8 +20,9 @@ SYSTEM_DIRS = {"/": False, "/bin": True, "/boot": True, "/dev": True, "/etc": Tr
                "/run": True, "/home": False, "/root": False, "/var": False, "/var/lib": False, "/var/log": False,
                "/var/cache": False, "/tmp": False, "/opt": False, "/srv": False, "/mnt": False, "/media": False,
                "/usr/local": True}
-# GPUs whose memory is the node's own memory (the object store competes with the weights there).
-UNIFIED_MEMORY_KINDS = {"gb10", "cpu"}
+# GPU kinds whose memory is the node's own memory (the object store competes with the weights
+# there; the preflight's fit counts them so too).
+UNIFIED_MEMORY_KINDS = ("gb10", "cpu")
 
 
 def sanity_problems(spec: "StackSpec") -> list[str]:
