@@ -14,7 +14,10 @@ from pathlib import Path
 
 import jinja2
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# The project's templates/ beside this package (a checkout, or `pip install -e`), else the copy an
+# installed package carries as components/templates (pyproject.toml maps it there).
+_HERE = Path(__file__).resolve().parent
+TEMPLATES = next((d for d in (_HERE.parent / "templates", _HERE / "templates") if d.is_dir()), _HERE.parent / "templates")
 
 
 def shell_quote(value) -> str:
