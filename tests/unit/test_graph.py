@@ -362,6 +362,7 @@ def test_duo_commands_target_the_right_node():
         f"{SECOND}-vllm-qwen35-gpus-check": SECOND,
         "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
         "gateway-build": HEAD,                      # the gateway in place of vllm-proxy, on the head
+        "gateway-env": HEAD,                        # the gateway's keys, beside its unit
         "gateway-install": HEAD,
         "gateway-health": HEAD,
     }
