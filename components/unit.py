@@ -25,7 +25,10 @@ class SystemdUnit(pulumi.ComponentResource):
     def __init__(self, name: str, node: Node, unit_name: str, unit_text: str, *,
                  env_file: str | None = None, env_text: pulumi.Input[str] | None = None,
                  must_stay_up: bool = True, step: StepInfo | None = None, depends_on: Sequence[pulumi.Resource] = (),
-                 triggers: Sequence[pulumi.Input] = (), opts: pulumi.ResourceOptions | None = None):
+                 triggers: Sequence[pulumi.Input] = (), container: str | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
+        """container: the container the unit runs (container_unit_text), whose image the install
+        script compares with its triggers when it adopts a unit an earlier version installed."""
         super().__init__(types.SYSTEMD_UNIT, name, None, opts)
         if UNIT_DELIMITER in unit_text:
             raise ValueError(f"unit {unit_name}: its text may not contain {UNIT_DELIMITER}")
@@ -51,7 +54,7 @@ class SystemdUnit(pulumi.ComponentResource):
         values = dict(unit_name=unit_name, env_file=env_file if self.env is not None else None)
         self.command = run(f"{name}-install", node, parent=self, step=step,
                            depends_on=[*depends_on, *([self.env] if self.env is not None else [])],
-                           create=render("scripts/install-unit.sh.j2", unit_text=unit_text,
+                           create=render("scripts/install-unit.sh.j2", unit_text=unit_text, container=container,
                                          must_stay_up=must_stay_up, **values),
                            delete=render("scripts/remove-unit.sh.j2", **values),
                            triggers=[*triggers, *generation], undo="previous", unit=unit_name,

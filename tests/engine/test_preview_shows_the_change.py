@@ -18,6 +18,8 @@ SECRETS = {"QWEN_API_KEY": "sentinel-api-key-1", "HF_TOKEN": "sentinel-hf-token-
            "GATEWAY_API_KEY": "sentinel-gateway-key-7"}
 NEW_KEY = "sentinel-api-key-2"
 OFFLINE = {"BLACKWELL_SERVING_OFFLINE": "1"}
+FLAG = "--max-model-len 131072 → 65536"
+ENV_VALUE = "env VLLM_ATTENTION_BACKEND: FLASHINFER → TRITON_ATTN"
 
 
 def change_the_stack(project) -> None:
@@ -41,7 +43,8 @@ def test_the_preview_and_the_todo_name_the_changed_flag_and_env_value_and_no_sec
     assert diff.returncode == 0, diff.stderr[-3000:]
     engine_unit = diff.stdout.split("::qwen35-spark-1a32-install]", 1)[1].split("command:remote:Command", 1)[0]
     # The unit's text, line by line, with the flag it belongs to as context.
-    assert re.search(r'^\s+"--max-model-len" \\\n\s+-\s+"131072" \\\n\s+\+\s+"65536" \\$', engine_unit, re.M), engine_unit
+    flag_lines = r'^\s+"--max-model-len" \\\n\s+-\s+"131072" \\\n\s+\+\s+"65536" \\$'
+    assert re.search(flag_lines, engine_unit, re.M), engine_unit
     assert re.search(r'^\s+- Environment="VLLM_ATTENTION_BACKEND=FLASHINFER"$', engine_unit, re.M), engine_unit
     assert re.search(r'^\s+\+ Environment="VLLM_ATTENTION_BACKEND=TRITON_ATTN"$', engine_unit, re.M), engine_unit
     # The key's file is its own step, whose stdin alone is hidden.
@@ -52,14 +55,14 @@ def test_the_preview_and_the_todo_name_the_changed_flag_and_env_value_and_no_sec
     assert listed.returncode == 0, listed.stderr[-3000:]
     reasons = {i["id"]: i["reason"] for i in json.loads(listed.stdout)}
     unit = reasons["qwen35-spark-1a32-install"]
-    assert unit.startswith("update: --max-model-len 131072 → 65536, env VLLM_ATTENTION_BACKEND: FLASHINFER → TRITON_ATTN")
+    assert unit.startswith(f"update: {FLAG}, {ENV_VALUE}")
     # The new key restarts the unit: its install step takes the env step's new generation.
     assert unit.endswith("takes an earlier step's output")
     assert reasons["qwen35-spark-1a32-env"] == "update: secret or script changed"
     # The Ray units carry the deployment's environment too; their flags did not change.
-    assert reasons["qwen35-ray-head-spark-1a32-install"] == "update: env VLLM_ATTENTION_BACKEND: FLASHINFER → TRITON_ATTN"
+    assert reasons["qwen35-ray-head-spark-1a32-install"] == f"update: {ENV_VALUE}"
     text = todo(project, "--stack", STACK, env=after)
-    assert "(update: --max-model-len 131072 → 65536, env VLLM_ATTENTION_BACKEND" in text.stdout
+    assert f"(update: {FLAG}, {ENV_VALUE}" in text.stdout
 
     whole = pulumi(project, "preview", "--stack", STACK, "--json", env=after)
     assert whole.returncode == 0, whole.stderr[-3000:]

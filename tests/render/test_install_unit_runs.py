@@ -47,7 +47,9 @@ def node(tmp_path):
         d.mkdir(parents=True)
     (bin_dir / "systemctl").write_text(SYSTEMCTL)
     (bin_dir / "journalctl").write_text("#!/usr/bin/env bash\ntrue\n")
-    for tool in ("systemctl", "journalctl"):
+    # `docker inspect --format {{.Image}} CONTAINER`: the image the unit's container runs.
+    (bin_dir / "docker").write_text('#!/usr/bin/env bash\ncat "$FAKE/image"\n')
+    for tool in ("systemctl", "journalctl", "docker"):
         (bin_dir / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE": str(fake)}
     return root, fake, env
@@ -64,10 +66,10 @@ def unit_text(flag: str = "1") -> str:
                                command=["serve", "--flag", flag], docker_args=[], environment={"A": "1"})
 
 
-def install(node, text: str, inputs: str, env_file: str | None = None) -> str:
+def install(node, text: str, inputs: str, env_file: str | None = None, container: str | None = None) -> str:
     root, fake, env = node
     script = render("scripts/install-unit.sh.j2", unit_text=text, unit_name=UNIT, env_file=env_file,
-                    must_stay_up=False)
+                    container=container, must_stay_up=False)
     done = subprocess.run(["bash", "-c", relocated(script, root)], env={**env, "BWS_INPUTS": inputs},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -128,6 +130,13 @@ def test_a_unit_an_earlier_version_installed_is_adopted_unless_its_env_is_newer(
     os.utime(root / "etc/blackwell-serving/d.env")
     assert "its environment changed" in install(node, unit_text(), "sha256:1 g1", env_file)
     assert starts(node) == 1
+    # A container unit of an earlier version: adopted while its container runs the image its
+    # inputs name; restarted when the same `up` brought another image under the same tag.
+    for running, restarts in (("sha256:1", 1), ("sha256:0", 2)):
+        (root / "var/lib/blackwell-serving/units" / f"{UNIT}.inputs").unlink()
+        (fake / "image").write_text(running + "\n")
+        install(node, unit_text(), "sha256:1 g1", container="bws-d")
+        assert starts(node) == restarts, running
 
 
 def test_the_env_file_is_root_only_and_its_generation_follows_its_content(node):

@@ -103,7 +103,13 @@ elif [ -z "$why" ] && [ -f "$record" ]; then
   if [ "$(cat "$record")" != "$inputs" ]; then why="its inputs changed (image or environment)"; fi
 elif [ -z "$why" ]; then
   # Installed by an earlier version, which restarted it at each run: it runs what that run
-  # wrote.
+  # wrote,
+  # or its container runs an image other than the one its inputs name.
+  running=$(docker inspect --format '{{.Image}}' bws-tiny-ray-head 2>/dev/null || true)
+  case " $inputs " in
+    *" ${running:-none} "*) ;;
+    *) why="its container runs another image" ;;
+  esac
   if [ -z "$why" ]; then printf '%s\n' "$inputs" > "$record"; fi
 fi
 if [ -z "$why" ]; then

@@ -138,12 +138,18 @@ elif [ -z "$why" ] && [ -f "$record" ]; then
   if [ "$(cat "$record")" != "$inputs" ]; then why="its inputs changed (image or environment)"; fi
 elif [ -z "$why" ]; then
   # Installed by an earlier version, which restarted it at each run: it runs what that run
-  # wrote, unless its environment file was rewritten after it started.
+  # wrote, unless its environment file was rewritten after it started,
+  # or its container runs an image other than the one its inputs name.
   env_path=/etc/blackwell-serving/qwen35-sglang.env
   since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value bws-qwen35-sglang.service)" +%s 2>/dev/null || echo 0)
   if [ ! -f "$env_path" ] || [ "$(stat -c %Y "$env_path")" -gt "$since" ]; then
     why="its environment changed"
   fi
+  running=$(docker inspect --format '{{.Image}}' bws-qwen35-sglang 2>/dev/null || true)
+  case " $inputs " in
+    *" ${running:-none} "*) ;;
+    *) why="its container runs another image" ;;
+  esac
   if [ -z "$why" ]; then printf '%s\n' "$inputs" > "$record"; fi
 fi
 if [ -z "$why" ]; then
