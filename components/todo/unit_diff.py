@@ -1,6 +1,7 @@
 """What changed in one of our systemd units, in an operator's words, from the old and new inputs
 of its install step (a preview's step metadata): the engine's flags (`--max-model-len 32768 →
-65536`), its Environment= values (`env VLLM_X: a → b`), or that other lines of the unit changed.
+65536`), its Environment= values (`env VLLM_X: a → b`), and which of its other lines changed
+(`unit ExecStartPre changed`).
 
 The install step's stdin is plain (its secrets are its env step's, components/unit.py), so both
 versions of the unit's text are there, inside the script's here-document. Nothing here reads a
@@ -118,8 +119,10 @@ def changes(old_stdin: object, new_stdin: object) -> list[str] | None:
     except ValueError:
         return None
     found = argv_changes(old_argv, new_argv) + env_changes(old_env, new_env)
-    if old_rest != new_rest:
-        found.append("other unit lines changed")
+    if old_rest != new_rest:  # by key: which other lines (After=, ExecStartPre=, …) changed
+        keys = dict.fromkeys(line.partition("=")[0] for line in [*old_rest, *new_rest]
+                             if (line in old_rest) != (line in new_rest))
+        found.append(f"unit {', '.join(keys) or 'lines'} changed")
     return found
 
 

@@ -77,6 +77,11 @@ def test_a_secret_stdin_is_never_read():
     assert unit_diff.changes("[secret]", install_inputs(unit())["stdin"]) is None
 
 
+def test_other_lines_are_named_by_their_key():
+    old, new = unit(), unit().replace("RestartSec=10", "RestartSec=20")
+    assert unit_diff.changes(install_inputs(old)["stdin"], install_inputs(new)["stdin"]) == ["unit RestartSec changed"]
+
+
 def test_many_changes_are_summed_up():
     found = [f"+--f{i}" for i in range(7)]
     assert unit_diff.summary(found) == "+--f0, +--f1, +--f2, +--f3, … 3 more"
