@@ -1,6 +1,7 @@
 """The preview shows the change itself (design principle 7), on the real engine, offline: from a
 converged spark-duo (a state made by tests/engine/baseline.py, no node contacted), one engine
-flag, one Environment= value and the API key change. `pulumi preview --diff` and the todo item
+flag and one Environment= value change (the unit's item names exactly them), then the API key
+too. `pulumi preview --diff` and the todo item
 of the engine's unit name the flag and the value; the secret travels on its own step, and no
 secret value (old or new) appears anywhere in the preview's JSON, its diff or the todo list."""
 
@@ -37,6 +38,13 @@ def test_the_preview_and_the_todo_name_the_changed_flag_and_env_value_and_no_sec
     assert pulumi(project, "stack", "init", STACK, env=before).returncode == 0
     converge(project, STACK, before)
     change_the_stack(project)
+    # The flag and the value alone: the unit's item names them and nothing else.
+    listed = todo(project, "--stack", STACK, "--format", "json-full", env=before)
+    assert listed.returncode == 0, listed.stderr[-3000:]
+    reasons = {i["id"]: i["reason"] for i in json.loads(listed.stdout)}
+    assert reasons["qwen35-spark-1a32-install"] == f"update: {FLAG}, {ENV_VALUE}"
+    assert "qwen35-spark-1a32-env" not in reasons
+    # And with a new API key too.
     after = {**before, "QWEN_API_KEY": NEW_KEY}
 
     diff = pulumi(project, "preview", "--stack", STACK, "--diff", env=after)
