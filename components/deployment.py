@@ -43,6 +43,7 @@ class Deployment(pulumi.ComponentResource):
         self.spec = spec
         head = nodes[0]
         unit_name = f"bws-{spec.name}.service"
+        container = f"bws-{spec.name}"
         env_file = f"/etc/blackwell-serving/{spec.name}.env" if api_key is not None else None
         key_var = API_KEY_VAR[spec.engine]
         env_text = env_file_text({key_var: api_key}) if api_key is not None else None
@@ -76,12 +77,13 @@ class Deployment(pulumi.ComponentResource):
             text = text if venv is not None else container_unit_text(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
-                container=f"bws-{spec.name}", image=image, command=command,
+                container=container, image=image, command=command,
                 docker_args=docker_args(spec.docker, fabric, list(env), mounts),
                 environment=env, after=after, binds_to=binds,
                 pre_start=pre_start)
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
                                env_text=env_text, depends_on=deps, triggers=[image_id],
+                               container=None if venv is not None else container,
                                opts=pulumi.ResourceOptions(parent=self))
 
         deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])

@@ -50,7 +50,7 @@ from .remote import run, started
 from .render import digest, render
 from .secrets import resolve
 from .steps import StepInfo
-from .unit import UNIT_DELIMITER, container_unit_text, env_file_text
+from .unit import UNIT_DELIMITER, container_unit_text, env_file_text, env_step, generation_of
 
 UNIT = "bws-gateway.service"
 CONTAINER = "bws-gateway"
@@ -181,19 +181,21 @@ class Gateway(pulumi.ComponentResource):
         self.unit_text = gateway_unit_text(spec, image, self.config_digest)
         if UNIT_DELIMITER in self.unit_text:
             raise ValueError(f"the gateway's unit may not contain {UNIT_DELIMITER}")
-        keys = env_file_text(gateway_keys(spec))
-        values = dict(unit_name=UNIT, container=CONTAINER, env_file=ENV_FILE, config_dir=CONFIG_DIR)
-        # Its own step: the routes' digest and the image it runs are its triggers; the engines'
-        # steps do not depend on it, so a new config restarts the gateway alone.
+        values = dict(unit_name=UNIT, container=CONTAINER, config_dir=CONFIG_DIR)
+        step = StepInfo(node.name, "serve", do=f"Install and start the gateway ({UNIT}) on {node.name}, port {gw.port}",
+                        redo=f"Rewrite the gateway's routes and restart {UNIT} on {node.name} (engines untouched)",
+                        undo=f"Stop and remove the gateway ({UNIT}) from {node.name}")
+        # Its keys travel apart, as an engine's (components/unit.py): a step of their own, whose
+        # generation restarts the gateway; this step's inputs (its unit, its routes) stay plain.
+        self.env = env_step("gateway", node, UNIT, ENV_FILE, env_file_text(gateway_keys(spec)), step, self, depends_on)
+        # Its own step: the routes' digest, the image it runs and its keys' generation are its
+        # triggers; the engines' steps do not depend on it, so a new config restarts the gateway alone.
         self.install = run(
-            "gateway-install", node, parent=self, depends_on=depends_on,
-            step=StepInfo(node.name, "serve", do=f"Install and start the gateway ({UNIT}) on {node.name}, port {gw.port}",
-                          redo=f"Rewrite the gateway's routes and restart {UNIT} on {node.name} (engines untouched)",
-                          undo=f"Stop and remove the gateway ({UNIT}) from {node.name}"),
+            "gateway-install", node, parent=self, depends_on=[*depends_on, self.env], step=step,
             create=render("scripts/install-gateway.sh.j2", unit_text=self.unit_text, config_text=self.config_text,
                           config_file=CONFIG_FILE, **values),
             delete=render("scripts/remove-gateway.sh.j2", **values),
-            stdin=keys, triggers=[image_id, self.config_digest], undo="previous", unit=UNIT,
+            triggers=[image_id, self.config_digest, generation_of(self.env)], undo="previous", unit=UNIT,
             expect=UnitRunning(node.name, UNIT, self.unit_text))
         address = "127.0.0.1" if str(gw.bind) == "0.0.0.0" else str(gw.bind)
         self.health = run(

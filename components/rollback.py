@@ -6,7 +6,8 @@ hooks (they run in this program while the engine executes the steps):
 - a step that changes what serves (a retirement, one of our units) tells us, as it starts, how
   to undo it: a step being created is undone by its own delete script (the unit removed, the
   retired service started again), an update of one of our units by its previous create script
-  (the previous unit text, image and secret, restarted: the deployment that served before);
+  (the previous unit text and image, restarted: the deployment that served before; its secret
+  EnvironmentFile is another step's, never undone, so the node keeps what the state records);
 - the first step that fails, anywhere, runs those undos (removals newest first, then previous
   versions oldest first: undo_order), after reading the last lines of our units' journals, and
   logs what failed, those lines and what was put back; each undo is a live todo item. Steps not yet started then fail at once ("rollback under way").

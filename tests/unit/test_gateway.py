@@ -74,9 +74,12 @@ def test_a_deployment_bound_to_an_address_is_reached_there():
 def test_keys_travel_on_stdin_only(monkeypatch):
     s = snap("lab")
     install = s.by_name("gateway-install")
-    data = stdin_data(install)
+    # The keys are the stdin of the gateway's env step alone: the install step's stays plain.
+    data = stdin_data(s.by_name("gateway-env"))
     assert data == f"BWS_DEPLOYMENT_KEY_TINY={SENTINEL}\nBWS_DEPLOYMENT_KEY_TINY_B={SENTINEL}\n" \
                    f"{MASTER_KEY_VAR}={SENTINEL}\n"
+    assert stdin_data(install) == "" and "4dabf18193072939515e22adb298388d" not in str(install.inputs["stdin"])
+    assert 'env_path=/etc/blackwell-serving/gateway.env' in script_of(s.by_name("gateway-env"))
     script = script_of(install)
     assert SENTINEL not in script and SENTINEL not in str(install.inputs["create"])
     assert SENTINEL not in " ".join(gateway_argv(s.spec))
@@ -87,6 +90,7 @@ def test_keys_travel_on_stdin_only(monkeypatch):
     assert "KEY=" not in unit and SENTINEL not in unit
     # The env file and the config are written root-only.
     assert "umask 077" in script and 'chmod 0600 "$config_path.tmp"' in script
+    assert 'chmod 0600 "$env_path.tmp"' in script_of(s.by_name("gateway-env"))
     for r in s.steps():
         assert SENTINEL not in (script_of(r) or ""), r.name
 
@@ -95,7 +99,7 @@ def test_an_upstream_key_joins_the_env_file(monkeypatch):
     monkeypatch.setenv("BWS_TEST_UPSTREAM_KEY", "x")
     spec = load_engine_path(lab_with_upstream()["config"])
     s = snapshot("lab", spec)
-    assert f"BWS_UPSTREAM_KEY_EMBEDDINGS={SENTINEL}\n" in stdin_data(s.by_name("gateway-install"))
+    assert f"BWS_UPSTREAM_KEY_EMBEDDINGS={SENTINEL}\n" in stdin_data(s.by_name("gateway-env"))
     health = script_of(s.by_name("gateway-health"))
     assert '"/v1/embeddings"' not in health and "/v1/embeddings" in health and '"input": "Say hello."' in health
 

@@ -311,9 +311,13 @@ def test_duo_engine_after_copies_to_the_secondary_and_ray_ready():
     deps = dep_names(s.by_name(f"qwen35-{HEAD}-install"))
     assert {f"vllm-qwen35-sync-{SECOND}", f"qwen35-122b-to-{SECOND}", "qwen35-ray-ready"} <= deps
     # The gate checks the engine, and runs again after any start of it or of the Ray units it is
-    # bound to (their `started` outputs are its triggers).
-    assert dep_names(s.by_name("qwen35-health")) == {f"qwen35-{HEAD}-install", f"qwen35-ray-head-{HEAD}-install",
+    # bound to (their `started` outputs are its triggers); the engine's unit includes its env step.
+    assert dep_names(s.by_name("qwen35-health")) == {f"qwen35-{HEAD}-install", f"qwen35-{HEAD}-env",
+                                                     f"qwen35-ray-head-{HEAD}-install",
                                                      f"qwen35-ray-worker-{SECOND}-install"}
+    # The secret environment is written before the unit that reads it, after the same checks.
+    assert f"qwen35-{HEAD}-env" in deps
+    assert set(DUO_RETIRE) <= dep_names(s.by_name(f"qwen35-{HEAD}-env"))
 
 
 def test_duo_model_fetch_and_image_build_are_independent():
@@ -344,6 +348,7 @@ def test_duo_commands_target_the_right_node():
         f"qwen35-ray-head-{HEAD}-install": HEAD,
         f"qwen35-ray-worker-{SECOND}-install": SECOND,
         "qwen35-ray-ready": HEAD,
+        f"qwen35-{HEAD}-env": HEAD,                 # the engine's secret EnvironmentFile, beside its unit
         f"qwen35-{HEAD}-install": HEAD,
         "qwen35-health": HEAD,
         "qwen35-watchdog-timer": HEAD,              # the watchdog's timer on the head
@@ -357,6 +362,7 @@ def test_duo_commands_target_the_right_node():
         f"{SECOND}-vllm-qwen35-gpus-check": SECOND,
         "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
         "gateway-build": HEAD,                      # the gateway in place of vllm-proxy, on the head
+        "gateway-env": HEAD,                        # the gateway's keys, beside its unit
         "gateway-install": HEAD,
         "gateway-health": HEAD,
     }
@@ -451,7 +457,8 @@ def test_quad_order_and_nodes():
         assert {host_of(r) for r in s.commands()} == {"llm-server"}
         deps = dep_names(s.by_name("qwen35-397b-llm-server-install"))
         assert {"llm-server-sglang-kimi-retire", engine, "qwen35-397b-fetch"} <= deps
-        assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install"}
+        assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install",
+                                                              "qwen35-397b-llm-server-env"}
 
 
 def test_ray_nodes_get_the_deployments_env_and_page_cache_drop():

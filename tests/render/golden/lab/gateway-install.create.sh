@@ -1,20 +1,16 @@
 #!/usr/bin/env bash
-# Install (or update) the gateway: its keys (stdin), its routes (the LiteLLM config) and its unit,
-# then restart it. The engine runs this only when the routes, the keys, the unit or the image
-# changed; the engines' units are other steps and are not touched.
+# Install (or update) the gateway: its routes (the LiteLLM config) and its unit, then restart it.
+# The engine runs this only when the routes, the unit, the image or its keys' generation changed
+# (its keys are written by its env step, install-env.sh.j2); the engines' units are other steps
+# and are not touched.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'gateway bws-gateway.service' "$*" >&2; }
 unit_path=/etc/systemd/system/bws-gateway.service
-env_path=/etc/blackwell-serving/gateway.env
 config_dir=/etc/blackwell-serving/gateway
 config_path=/etc/blackwell-serving/gateway/litellm.yaml
-install -d -m 0700 "$(dirname "$env_path")" "$config_dir"
+install -d -m 0700 "$config_dir"
 umask 077
-# Secrets arrive on stdin only; written root-only, then moved into place.
-cat > "$env_path.tmp"
-chmod 0600 "$env_path.tmp"
-mv -f "$env_path.tmp" "$env_path"
-# The routes: root-only too, mounted read-only into the container.
+# The routes: root-only, mounted read-only into the container.
 cat > "$config_path.tmp" <<'BWS_GATEWAY_CONFIG_EOF'
 # Managed by blackwell-serving (Gateway): LiteLLM proxy routes, one per model name, written by
 # `pulumi up` when they change (do not edit on the node). No secret here: every key is

@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
-# Remove a unit we own: stop, disable, delete its file and its environment file.
+# Remove a unit we own: stop, disable, delete its file and the record of what it started with
+# (its environment file is its env step's: removed after it).
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-b.service' "$*" >&2; }
 systemctl disable --now bws-tiny-b.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-b.service
-rm -f /etc/blackwell-serving/tiny-b.env
+rm -f /etc/systemd/system/bws-tiny-b.service /var/lib/blackwell-serving/units/bws-tiny-b.service.inputs
 systemctl daemon-reload
 systemctl reset-failed bws-tiny-b.service >/dev/null 2>&1 || true
 log "removed"

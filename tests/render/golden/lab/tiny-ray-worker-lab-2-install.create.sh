@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
-# Install (or update) a systemd unit we own, then (re)start it. The engine runs this only when
-# the unit's content changed, so a converged node never sees a restart.
+# Install (or update) a systemd unit we own, then (re)start it — only when something it runs
+# changed: its text (compared with the file on the node before moving into place), the inputs
+# it started with (the step's triggers, BWS_INPUTS: the image ID, its secret environment's
+# generation), or it is not running. A re-run for any other reason (a new version of this script)
+# restarts nothing. Its secrets are another step's (install-env.sh.j2), never on this one's stdin.
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-worker.service' "$*" >&2; }
 unit_path=/etc/systemd/system/bws-tiny-ray-worker.service
+# The triggers the running unit was started with (written at each restart done here).
+record_dir=/var/lib/blackwell-serving/units
+record="$record_dir"/bws-tiny-ray-worker.service.inputs
+inputs="${BWS_INPUTS-}"
+install -d -m 0755 "$record_dir"
 cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 # Managed by blackwell-serving (RayCluster tiny-ray); edits are drift and are reverted by `pulumi up`.
 [Unit]
@@ -77,18 +85,47 @@ TimeoutStopSec=60
 [Install]
 WantedBy=multi-user.target
 BWS_UNIT_EOF
-mv -f "$unit_path.tmp" "$unit_path"
-systemctl daemon-reload
-systemctl enable bws-tiny-ray-worker.service >/dev/null 2>&1
-log "restarting"
-systemctl restart bws-tiny-ray-worker.service
-sleep 2
-if ! systemctl is-active --quiet bws-tiny-ray-worker.service; then
-  log "did not stay up; last lines of its journal:"
-  journalctl -u bws-tiny-ray-worker.service -n 30 --no-pager >&2 || true
-  exit 1
+why=""
+if cmp -s "$unit_path.tmp" "$unit_path"; then
+  rm -f "$unit_path.tmp"
+else
+  mv -f "$unit_path.tmp" "$unit_path"
+  why="its text changed"
 fi
-log "active"
+if [ -n "$why" ] || [ "$(systemctl show -p NeedDaemonReload --value bws-tiny-ray-worker.service)" = yes ]; then
+  systemctl daemon-reload
+fi
+systemctl enable bws-tiny-ray-worker.service >/dev/null 2>&1
+if [ -z "$why" ] && ! systemctl is-active --quiet bws-tiny-ray-worker.service; then
+  why="it is not running"
+elif [ -z "$why" ] && [ -f "$record" ]; then
+  if [ "$(cat "$record")" != "$inputs" ]; then why="its inputs changed (image or environment)"; fi
+elif [ -z "$why" ]; then
+  # Installed by an earlier version, which restarted it at each run: it runs what that run
+  # wrote,
+  # or its container runs an image other than the one its inputs name.
+  running=$(docker inspect --format '{{.Image}}' bws-tiny-ray-worker 2>/dev/null || true)
+  case " $inputs " in
+    *" ${running:-none} "*) ;;
+    *) why="its container runs another image" ;;
+  esac
+  if [ -z "$why" ]; then printf '%s\n' "$inputs" > "$record"; fi
+fi
+if [ -z "$why" ]; then
+  log "unchanged and running: not restarted"
+else
+  log "restarting: $why"
+  systemctl restart bws-tiny-ray-worker.service
+  printf '%s\n' "$inputs" > "$record.tmp"
+  mv -f "$record.tmp" "$record"
+  sleep 2
+  if ! systemctl is-active --quiet bws-tiny-ray-worker.service; then
+    log "did not stay up; last lines of its journal:"
+    journalctl -u bws-tiny-ray-worker.service -n 30 --no-pager >&2 || true
+    exit 1
+  fi
+  log "active"
+fi
 # This start's identity: the gates that check what the unit serves run again after every restart
-# done here (components/unit.py: SystemdUnit.started).
+# done here (components/unit.py: SystemdUnit.started); unchanged when nothing was restarted.
 echo "started=$(systemctl show -p InvocationID --value bws-tiny-ray-worker.service)"

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Remove a unit we own: stop, disable, delete its file and its environment file.
+# Remove a unit we own: stop, disable, delete its file and the record of what it started with
+# (its environment file is its env step's: removed after it).
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-worker.service' "$*" >&2; }
 systemctl disable --now bws-tiny-ray-worker.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-ray-worker.service
+rm -f /etc/systemd/system/bws-tiny-ray-worker.service /var/lib/blackwell-serving/units/bws-tiny-ray-worker.service.inputs
 systemctl daemon-reload
 systemctl reset-failed bws-tiny-ray-worker.service >/dev/null 2>&1 || true
 log "removed"
