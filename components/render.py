@@ -59,7 +59,19 @@ def environment() -> jinja2.Environment:
     env.filters["sd"] = systemd_quote
     env.filters["sdenv"] = systemd_env_value
     env.filters["slug"] = slug
+    env.globals["node_packages"] = node_packages()
     return env
+
+
+def node_packages() -> list[tuple[str, list[str]]]:
+    """(package, its commands) of templates/node-packages.txt: what a failing step names as the fix
+    for a command not found on a node (templates/scripts/_failure.sh.j2)."""
+    out = []
+    for line in (TEMPLATES / "node-packages.txt").read_text().splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) > 1:
+            out.append((words[0], words[1:]))
+    return out
 
 
 def render(template: str, **values) -> str:

@@ -1,0 +1,104 @@
+"""One clear block per failed step, and nothing else around it.
+
+- The block itself is the step's script's (templates/scripts/_failure.sh.j2): when a step's script
+  ends with a non-zero status it prints, on stdout, `FAILED: <the step's sentence>` and under it
+  the node, the exit status and what it means, the last lines of its log and the fix where it is
+  known. pulumi-command ends its error message with the step's output, so `pulumi up` shows it
+  there, once.
+- The program leaves quietly when the engine stops it (quiet_when_the_engine_stops): after a
+  step failed, the engine shuts down its resource monitor, the program's pending registrations
+  fail ("Resource monitor has terminated"), and the language host interrupts the program with
+  SIGINT; Python's default handler would print a KeyboardInterrupt traceback under the stack.
+- The outer tools (`python -m components.todo --up`, scripts/run-lab.sh through
+  `python -m components.failure`) print the blocks alone, each once: blocks(text).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import sys
+
+MARKER = "FAILED: "
+# The language host's "the program failed and said why" status (no message of its own).
+BAIL_EXIT_CODE = 32
+
+
+def quiet_when_the_engine_stops() -> None:
+    """SIGINT ends the program at once and without a word. The language host sends it when the
+    engine cancels the program (a step failed, the run was cancelled): by then the engine has
+    said why, and what the program still awaited can only fail. (The CLI starts its plugins in a
+    process group of their own, so a Ctrl-C at the terminal reaches the CLI, which decides.)"""
+    def leave(signum, frame) -> None:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(BAIL_EXIT_CODE)
+    signal.signal(signal.SIGINT, leave)
+
+
+_INDENT = re.compile(r"^(\s*)")
+
+
+def blocks(text: str) -> list[str]:
+    """The failure blocks in a run's output (pulumi's, or an engine error message), each once, in
+    order: a `FAILED: ` line and the lines under it that are indented deeper than it."""
+    lines = text.splitlines()
+    found: list[str] = []
+    i = 0
+    while i < len(lines):
+        head = lines[i]
+        at = head.find(MARKER)
+        if at < 0 or head[:at].strip():
+            i += 1
+            continue
+        base = len(head) - len(head.lstrip())
+        body = [head.strip()]
+        i += 1
+        while i < len(lines) and lines[i].strip() and len(_INDENT.match(lines[i]).group(1)) > base:
+            body.append(lines[i][base:].rstrip())
+            i += 1
+        block = "\n".join(body)
+        if block not in found:
+            found.append(block)
+    return found
+
+
+# pulumi-command's error: "<status>: running "<the command line, Go-quoted>":" then the step's output.
+_RUNNING = re.compile(r': running "(?:[^"\\]|\\.)*":?\s*$')
+OTHER_LINES = 10
+
+
+def condense(message: str) -> list[str]:
+    """An engine error message, short: its failure blocks when a step's script printed any;
+    else its first line without the quoted command line, and the last lines of what followed."""
+    found = blocks(message)
+    if found:
+        return "\n\n".join(found).splitlines()
+    lines = [ln.rstrip() for ln in message.strip().splitlines() if ln.strip()]
+    if not lines:
+        return []
+    return [_RUNNING.sub("", lines[0]).strip(), *(ln.strip() for ln in lines[1:][-OTHER_LINES:])]
+
+
+def status_line(message: str) -> str | None:
+    """The status of the first block in message ("exit 127 (a command was not found: rsync)")."""
+    for block in blocks(message):
+        for line in block.splitlines()[1:]:
+            if line.strip().startswith("status:"):
+                return line.strip()[len("status:"):].strip()
+    return None
+
+
+def main() -> int:
+    """Read a run's output on stdin; print its failure blocks (nothing when there are none)."""
+    found = blocks(sys.stdin.read())
+    if found:
+        print("\n\n".join(found))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
