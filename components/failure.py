@@ -26,17 +26,40 @@ BAIL_EXIT_CODE = 32
 
 
 def quiet_when_the_engine_stops() -> None:
-    """SIGINT ends the program at once and without a word. The language host sends it when the
-    engine cancels the program (a step failed, the run was cancelled): by then the engine has
-    said why, and what the program still awaited can only fail. (The CLI starts its plugins in a
-    process group of their own, so a Ctrl-C at the terminal reaches the CLI, which decides.)"""
-    def leave(signum, frame) -> None:
+    """The program ends at once and without a word when the engine has stopped it: by then the
+    engine has said why, and what the program still awaited can only fail. Two ways it learns:
+    - SIGINT: the language host sends it when the engine cancels the program (a step failed, the
+      run was cancelled). Python's default raises KeyboardInterrupt wherever the program is and
+      prints its traceback. (The CLI starts its plugins in a process group of their own, so a
+      Ctrl-C at the terminal reaches the CLI, which decides.)
+    - an RPC to the resource monitor answered UNAVAILABLE: the monitor has shut down. The SDK
+      turns that into RunError("Resource monitor has terminated, shutting down"), which its
+      runner logs as an error of the stack when it arrives before the SIGINT. The SDK offers no
+      setting for this; its one converter of gRPC errors (pulumi.runtime.settings) is wrapped
+      for that status alone. The program's callbacks (the rollback's hooks) are shut down by the
+      SDK once an RPC has failed, so leaving then loses nothing."""
+    import grpc
+    from pulumi.runtime import settings
+
+    def leave(*_) -> None:
         try:
             sys.stdout.flush()
             sys.stderr.flush()
         finally:
             os._exit(BAIL_EXIT_CODE)
+
     signal.signal(signal.SIGINT, leave)
+    convert = settings.grpc_error_to_exception
+    if getattr(convert, "quiet", False):
+        return
+
+    def grpc_error_to_exception(exn: grpc.RpcError) -> Exception:
+        if exn.code() == grpc.StatusCode.UNAVAILABLE:
+            leave()
+        return convert(exn)
+
+    grpc_error_to_exception.quiet = True  # type: ignore[attr-defined]
+    settings.grpc_error_to_exception = grpc_error_to_exception
 
 
 _INDENT = re.compile(r"^(\s*)")
