@@ -9,8 +9,10 @@
   step failed, the engine shuts down its resource monitor, the program's pending registrations
   fail ("Resource monitor has terminated"), and the language host interrupts the program with
   SIGINT; Python's default handler would print a KeyboardInterrupt traceback under the stack.
-- The outer tools (`python -m components.todo --up`, scripts/run-lab.sh through
-  `python -m components.failure`) print the blocks alone, each once: blocks(text).
+- The outer tools condense pulumi's output around it: `python -m components.todo --up` shows the
+  status under the item and the block once in its summary (blocks, condense, status_line);
+  scripts/run-lab.sh pipes `pulumi up` through `python -m components.failure --filter`, which
+  leaves out the quoted command lines of the failed steps' errors.
 """
 
 from __future__ import annotations
@@ -115,8 +117,21 @@ def status_line(message: str) -> str | None:
     return None
 
 
-def main() -> int:
-    """Read a run's output on stdin; print its failure blocks (nothing when there are none)."""
+def without_command_line(line: str) -> str:
+    """A line of pulumi's output without the quoted command line of a failed step's error."""
+    return _RUNNING.sub("", line.rstrip("\n"))
+
+
+def main(argv: list[str] | None = None) -> int:
+    """`python -m components.failure`: print the failure blocks of a run's output read on stdin
+    (nothing when there are none). With --filter: pass the output on as it comes, each failed
+    step's error without its quoted command line (scripts/run-lab.sh pipes `pulumi up` through
+    it)."""
+    args = sys.argv[1:] if argv is None else argv
+    if args == ["--filter"]:
+        for line in sys.stdin:
+            print(without_command_line(line), flush=True)
+        return 0
     found = blocks(sys.stdin.read())
     if found:
         print("\n\n".join(found))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import subprocess
+import sys
 import uuid
 
 from components import failure
@@ -106,3 +107,11 @@ def test_the_outer_tools_read_each_block_once_and_drop_the_quoted_command_line()
     assert failure.status_line(message) == "exit 127 (a command was not found: pv)"
     other = 'Process exited with status 255: running "exec env BWS_STEP=\'x\' bash":\nssh: dial failed\n'
     assert failure.condense(other) == ["Process exited with status 255", "ssh: dial failed"]
+
+
+def test_the_main_jobs_filter_leaves_out_the_quoted_command_line():
+    line = ' +  command:remote:Command x **creating failed** error: Process exited with status 127: running "exec env A=\'b\' bash -c \'s=\\"$4\\"\'":\n'
+    assert failure.without_command_line(line) == " +  command:remote:Command x **creating failed** error: Process exited with status 127"
+    done = subprocess.run([sys.executable, "-m", "components.failure", "--filter"], input=line + "other\n",
+                          capture_output=True, text=True, timeout=60)
+    assert done.stdout == " +  command:remote:Command x **creating failed** error: Process exited with status 127\nother\n"
