@@ -12,17 +12,17 @@ import uuid
 
 from components import failure
 from components.remote import command_line
-from components.render import environment
+from components.render import environment, fill_node_packages
 
 SENTENCE = "Build image vllm-lab on lab-1 (transformers>=5)"
 
 
-def script(tmp_path, body: str, **values) -> str:
+def script(tmp_path, body: str, packages=None, **values) -> str:
     """A step's script: strict mode, progress into a log file under tmp_path, the failure block."""
     head = ('set -euo pipefail\nlog() { printf "[blackwell t] %s\\n" "$*" >&2; }\n'
             '{% include "scripts/_progress.sh.j2" %}\n{% include "scripts/_failure.sh.j2" %}\n')
     values = {"log_file": str(tmp_path / "step.log"), **values}
-    return environment().from_string(head + body).render(**values)
+    return fill_node_packages(environment().from_string(head + body).render(**values), packages)
 
 
 def run(text: str, *, doing: str = SENTENCE, stdin_data: str = "", cwd=None) -> subprocess.CompletedProcess:
@@ -36,8 +36,9 @@ def test_a_command_not_found_in_a_progress_pipeline_names_its_package_on_the_nod
     (tmp_path / "step.log").write_text("bws-no-such-tool: command not found (an earlier run's line)\n")
     text = script(tmp_path, 'log "building"\necho "step 1 of 2 done" 2>&1 | progress\n'
                             'bws-no-such-tool --version 2>&1 | progress\necho never\n',
-                  node_packages=[("bws-tools", ["bws-other", "bws-no-such-tool"])])
+                  packages=[("bws-tools", ["bws-other", "bws-no-such-tool"]), ("bws-unused", ["bws-unused"])])
     done = run(text)
+    assert "bws-no-such-tool) package=bws-tools ;;" in text and "bws-unused" not in text  # what it names
     assert done.returncode == 127
     block = done.stdout.splitlines()[-7:]
     assert block[:5] == [

@@ -47,22 +47,10 @@ bws_exit() {
     143) meaning="ended by SIGTERM: the step's timeout, or the run was stopped" ;;
     *) meaning="${bws_failed_command:+the command that failed: ${bws_failed_command:0:160}}" ;;
   esac
+  # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
-    docker) package=docker.io ;;
-    systemctl|journalctl|systemd-run) package=systemd ;;
-    awk) package=mawk ;;
-    python3) package=python3 ;;
-    git) package=git ;;
-    rsync) package=rsync ;;
-    curl) package=curl ;;
-    ssh|ssh-keygen) package=openssh-client ;;
-    pv) package=pv ;;
-    ip|rdma) package=iproute2 ;;
-    ping) package=iputils-ping ;;
-    ps|pgrep|free) package=procps ;;
-    lspci) package=pciutils ;;
-    ethtool) package=ethtool ;;
-    flock) package=util-linux ;;
+    systemctl) package=systemd ;;
+    *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
   printf '  node:   %s\n' "${BWS_NODE:-?}"
