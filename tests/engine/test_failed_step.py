@@ -16,8 +16,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from components import failure
-from tests.engine.conftest import REPO, engine_env, pulumi
+from tests.engine.conftest import REPO, engine_env, one_failure_block, pulumi
 
 SENTENCE = "Upload model tiny from this machine to lab-1"
 
@@ -58,18 +57,11 @@ def path_without(tmp_path: Path, missing: str) -> str:
 
 
 def check_one_block(output: str, key: str) -> None:
-    found = failure.blocks(output)
-    assert len(found) == 1, output
-    block = found[0]
-    assert block.startswith(f"FAILED: {SENTENCE}\n"), block
-    assert "  node:   lab-1 (this step runs on the operator's machine)" in block
-    assert "  status: exit 127 (a command was not found: rsync)" in block
-    assert "rsync: command not found" in block  # the log's last lines
-    assert "  fix:    install the Debian package rsync on this machine (apt-get install rsync" in block
-    assert output.count(f"FAILED: {SENTENCE}") == 1, output
-    for noise in ("Traceback", "KeyboardInterrupt", "Resource monitor", "#!/usr/bin/env bash",
-                  "ssh_opts=(", "--copy-dest", "send a local directory", key.splitlines()[1]):
-        assert noise not in output, f"{noise!r} in:\n{output}"
+    one_failure_block(output, SENTENCE, "  node:   lab-1 (this step runs on the operator's machine)",
+                      "  status: exit 127 (a command was not found: rsync)",
+                      "rsync: command not found",  # the log's last lines
+                      "  fix:    install the Debian package rsync on this machine (apt-get install rsync",
+                      noise=("ssh_opts=(", "--copy-dest", "send a local directory", key.splitlines()[1]))
 
 
 def test_a_failed_upload_shows_one_block_with_the_fix(project, tmp_path):

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from components import failure
+from tests.engine.conftest import one_failure_block
 from tests.lab import topology as lab
 from tests.lab.helpers import REPO, Stack, api_key, one_node, require_lab, sh
 
@@ -29,19 +29,10 @@ pv --version 2>&1 | progress
 
 
 def check_one_block(output: str) -> None:
-    found = failure.blocks(output)
-    assert len(found) == 1, output[-6000:]
-    block = found[0]
-    assert block.startswith(f"FAILED: {SENTENCE}\n"), block
-    assert "\n  node:   lab-1\n" in block, block
-    assert "\n  status: exit 127 (a command was not found: pv)\n" in block, block
-    assert "  log:    last lines of /var/log/blackwell-serving/image-" in block, block
-    assert "pv: command not found" in block, block
-    assert "  fix:    install the Debian package pv on lab-1 (apt-get install pv); then run pulumi up again" in block
-    assert output.count(f"FAILED: {SENTENCE}") == 1, output[-6000:]
-    for noise in ("Traceback", "KeyboardInterrupt", "Resource monitor", "#!/usr/bin/env bash",
-                  "Build the derived engine image"):  # the build script's own comment
-        assert noise not in output, f"{noise!r} in:\n{output[-6000:]}"
+    one_failure_block(output, SENTENCE, "\n  node:   lab-1\n", "\n  status: exit 127 (a command was not found: pv)\n",
+                      "  log:    last lines of /var/log/blackwell-serving/image-", "pv: command not found",
+                      "  fix:    install the Debian package pv on lab-1 (apt-get install pv); then run pulumi up again",
+                      noise=("Build the derived engine image",))  # the build script's own comment
 
 
 def test_a_step_that_fails_on_a_node_shows_one_block_with_the_fix(tmp_path):
