@@ -98,7 +98,9 @@ trap 'rm -rf "$tmp"' EXIT
 printf '%s %s\n' 198.18.0.11 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICEvWJmRmEloEL70S2jUEXoPj0Ob7rHWBDbvqcLgNdih' > "$tmp/known_hosts"
 key=$(cat)
 if [ -n "$key" ]; then
-  exec 3> >(exec ssh-agent -a "$tmp/agent.sock" cat >/dev/null 2>&1)
+  # Not with the step's lock (fd 9, components/remote.command_line): the agent notices the end
+  # of its command only within 10 s, and the next run of this step would wait for it.
+  exec 3> >(exec ssh-agent -a "$tmp/agent.sock" cat >/dev/null 2>&1 9>&-)
   export SSH_AUTH_SOCK="$tmp/agent.sock"
   for _ in $(seq 100); do [ -S "$SSH_AUTH_SOCK" ] && break; sleep 0.1; done
   printf '%s\n' "$key" | ssh-add -q - || { log "the stack's SSH key was refused by ssh-add"; exit 1; }
