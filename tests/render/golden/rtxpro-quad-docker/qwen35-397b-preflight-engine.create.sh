@@ -17,7 +17,8 @@ trap() {
 bws_failed_command=""
 set -o errtrace
 trap 'bws_failed_command=$BASH_COMMAND' ERR
-trap 'exit 143' TERM
+# In a step, its timeout's TERM ends the script through the block (outside one, as before).
+[ -z "${BWS_DOING:-}" ] || trap 'exit 143' TERM
 trap : EXIT
 # The log file is appended to by every run: this run's lines are those after its present size.
 bws_log_from=1
