@@ -18,10 +18,9 @@ SENTENCE = "Build image vllm-lab on lab-1 (transformers>=5)"
 
 
 def script(tmp_path, body: str, packages=None, **values) -> str:
-    """A step's script: strict mode, progress into a log file under tmp_path, the failure block."""
-    head = ('set -euo pipefail\nlog() { printf "[blackwell t] %s\\n" "$*" >&2; }\n'
-            '{% include "scripts/_progress.sh.j2" %}\n{% include "scripts/_failure.sh.j2" %}\n')
-    values = {"log_file": str(tmp_path / "step.log"), **values}
+    """A step's script: the scripts' prelude (progress into a log file under tmp_path)."""
+    head = '{% include "scripts/_prelude.sh.j2" %}\n'
+    values = {"step": "t", "with_progress": True, "log_file": str(tmp_path / "step.log"), **values}
     return fill_node_packages(environment().from_string(head + body).render(**values), packages)
 
 
@@ -40,16 +39,17 @@ def test_a_command_not_found_in_a_progress_pipeline_names_its_package_on_the_nod
     done = run(text)
     assert "bws-no-such-tool) package=bws-tools ;;" in text and "bws-unused" not in text  # what it names
     assert done.returncode == 127
-    block = done.stdout.splitlines()[-7:]
-    assert block[:5] == [
+    block = done.stdout.splitlines()[-8:]
+    assert block[:6] == [
         f"FAILED: {SENTENCE}",
         "  node:   lab-1",
         "  status: exit 127 (a command was not found: bws-no-such-tool)",
+        "  said:   building",  # the script's last words (not where its log is)
         f"  log:    last lines of {tmp_path / 'step.log'}",
         "    | step 1 of 2 done",
     ], done.stdout
-    assert re.fullmatch(r"    \| bash: line \d+: bws-no-such-tool: command not found", block[5]), block
-    assert block[6] == ("  fix:    install the Debian package bws-tools on lab-1 (apt-get install bws-tools); "
+    assert re.fullmatch(r"    \| bash: line \d+: bws-no-such-tool: command not found", block[6]), block
+    assert block[7] == ("  fix:    install the Debian package bws-tools on lab-1 (apt-get install bws-tools); "
                         "then run pulumi up again")
     # Only this run's lines of the log; the script's stderr is the progress alone.
     assert "an earlier run" not in done.stdout and "never" not in done.stdout
@@ -78,6 +78,8 @@ def test_the_scripts_own_exit_trap_runs_first_and_the_status_is_the_scripts(tmp_
     assert out[:2] == ["subshell-cleaned", "cleaned"] and out.count(f"FAILED: {SENTENCE}") == 1
     assert '  status: exit 2 (the command that failed: grep -q needle "$work/nothing")' in out
     assert "log:" not in done.stdout  # nothing went to the log in this run
+    assert out[-2:] == ['  status: exit 2 (the command that failed: grep -q needle "$work/nothing")',
+                        "  said:   checking"]
 
 
 def test_success_and_a_script_outside_a_step_print_no_block(tmp_path):

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Remove our cached copy of the model from a peer.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'model tiny -> lab-2' "$*" >&2; }
+bws_said=()
+log() { printf '[blackwell %s] %s\n' 'model tiny -> lab-2' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -56,6 +57,14 @@ bws_exit() {
   printf '\n%s\n' "FAILED: $BWS_DOING"
   printf '  node:   %s\n' "${BWS_NODE:-?}"
   printf '  status: exit %s%s\n' "$rc" "${meaning:+ ($meaning)}"
+  # Its last words: the script's own reason, often with its fix (not where the log file is).
+  local last=() line n=0
+  for line in "${bws_said[@]}"; do
+    case $line in "full output in "*) ;; *) last[n++]=$line ;; esac
+  done
+  for line in "${last[@]:$((n > 2 ? n - 2 : 0))}"; do
+    printf '  said:   %s\n' "${line:0:400}"
+  done
   local tail_lines
   tail_lines=$(bws_log_tail | tail -n 12 | cut -c1-300)
   if [ -n "$tail_lines" ]; then

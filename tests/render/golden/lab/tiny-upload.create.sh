@@ -6,7 +6,8 @@
 # stdin and is held by an ssh-agent of this run only: in memory, never in a file; the agent's
 # command reads a pipe from this script, so it ends when the script does, however it ends.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'tiny-upload on lab-1' "$*" >&2; }
+bws_said=()
+log() { printf '[blackwell %s] %s\n' 'tiny-upload on lab-1' "$*" >&2; bws_said+=("$*"); }
 progress_log=/tmp/blackwell-serving-tiny-upload-on-lab-1.log
 progress() {
   mkdir -p "$(dirname "$progress_log")"
@@ -76,6 +77,14 @@ bws_exit() {
   printf '\n%s\n' "FAILED: $BWS_DOING"
   printf '  node:   %s (this step runs on the operator'"'"'s machine)\n' "${BWS_NODE:-?}"
   printf '  status: exit %s%s\n' "$rc" "${meaning:+ ($meaning)}"
+  # Its last words: the script's own reason, often with its fix (not where the log file is).
+  local last=() line n=0
+  for line in "${bws_said[@]}"; do
+    case $line in "full output in "*) ;; *) last[n++]=$line ;; esac
+  done
+  for line in "${last[@]:$((n > 2 ? n - 2 : 0))}"; do
+    printf '  said:   %s\n' "${line:0:400}"
+  done
   local tail_lines
   tail_lines=$(bws_log_tail | tail -n 12 | cut -c1-300)
   if [ -n "$tail_lines" ]; then

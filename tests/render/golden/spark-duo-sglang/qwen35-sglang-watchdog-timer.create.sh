@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Arm a deployment's watchdog: its script, its oneshot service and its timer.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'watchdog qwen35-sglang' "$*" >&2; }
+bws_said=()
+log() { printf '[blackwell %s] %s\n' 'watchdog qwen35-sglang' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -58,6 +59,14 @@ bws_exit() {
   printf '\n%s\n' "FAILED: $BWS_DOING"
   printf '  node:   %s\n' "${BWS_NODE:-?}"
   printf '  status: exit %s%s\n' "$rc" "${meaning:+ ($meaning)}"
+  # Its last words: the script's own reason, often with its fix (not where the log file is).
+  local last=() line n=0
+  for line in "${bws_said[@]}"; do
+    case $line in "full output in "*) ;; *) last[n++]=$line ;; esac
+  done
+  for line in "${last[@]:$((n > 2 ? n - 2 : 0))}"; do
+    printf '  said:   %s\n' "${line:0:400}"
+  done
   local tail_lines
   tail_lines=$(bws_log_tail | tail -n 12 | cut -c1-300)
   if [ -n "$tail_lines" ]; then
@@ -80,7 +89,8 @@ cat > /var/lib/blackwell-serving/watchdog/qwen35-sglang.sh.tmp <<'BWS_SCRIPT_EOF
 # judged only after the grace (the health gate's timeout). A stopped or restarting engine is left
 # to systemd's restart policy.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'watchdog qwen35-sglang' "$*" >&2; }
+bws_said=()
+log() { printf '[blackwell %s] %s\n' 'watchdog qwen35-sglang' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -137,6 +147,14 @@ bws_exit() {
   printf '\n%s\n' "FAILED: $BWS_DOING"
   printf '  node:   %s\n' "${BWS_NODE:-?}"
   printf '  status: exit %s%s\n' "$rc" "${meaning:+ ($meaning)}"
+  # Its last words: the script's own reason, often with its fix (not where the log file is).
+  local last=() line n=0
+  for line in "${bws_said[@]}"; do
+    case $line in "full output in "*) ;; *) last[n++]=$line ;; esac
+  done
+  for line in "${last[@]:$((n > 2 ? n - 2 : 0))}"; do
+    printf '  said:   %s\n' "${line:0:400}"
+  done
   local tail_lines
   tail_lines=$(bws_log_tail | tail -n 12 | cut -c1-300)
   if [ -n "$tail_lines" ]; then

@@ -5,7 +5,8 @@
 # moved (a mutable tag re-pushed) means a rebuild. The image is built under a staging tag and
 # tagged for real only once built: nothing half-built carries the real tag.
 set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/sglang-spark:3179620c3637' "$*" >&2; }
+bws_said=()
+log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/sglang-spark:3179620c3637' "$*" >&2; bws_said+=("$*"); }
 progress_log=/var/log/blackwell-serving/image-blackwell-serving-sglang-spark-3179620c3637.log
 progress() {
   mkdir -p "$(dirname "$progress_log")"
@@ -79,6 +80,14 @@ bws_exit() {
   printf '\n%s\n' "FAILED: $BWS_DOING"
   printf '  node:   %s\n' "${BWS_NODE:-?}"
   printf '  status: exit %s%s\n' "$rc" "${meaning:+ ($meaning)}"
+  # Its last words: the script's own reason, often with its fix (not where the log file is).
+  local last=() line n=0
+  for line in "${bws_said[@]}"; do
+    case $line in "full output in "*) ;; *) last[n++]=$line ;; esac
+  done
+  for line in "${last[@]:$((n > 2 ? n - 2 : 0))}"; do
+    printf '  said:   %s\n' "${line:0:400}"
+  done
   local tail_lines
   tail_lines=$(bws_log_tail | tail -n 12 | cut -c1-300)
   if [ -n "$tail_lines" ]; then
