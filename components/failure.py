@@ -98,14 +98,15 @@ OTHER_LINES = 10
 
 def condense(message: str) -> list[str]:
     """An engine error message, short: its failure blocks when a step's script printed any;
-    else its first line without the quoted command line, and the last lines of what followed."""
+    else, for a step's error, its first line without the quoted command line and the last lines
+    of the step's output; any other message whole."""
     found = blocks(message)
     if found:
         return "\n\n".join(found).splitlines()
-    lines = [ln.rstrip() for ln in message.strip().splitlines() if ln.strip()]
-    if not lines:
-        return []
-    return [_RUNNING.sub("", lines[0]).strip(), *(ln.strip() for ln in lines[1:][-OTHER_LINES:])]
+    lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
+    if not lines or not _RUNNING.search(lines[0]):
+        return lines
+    return [_RUNNING.sub("", lines[0]).strip(), *lines[1:][-OTHER_LINES:]]
 
 
 def status_line(message: str) -> str | None:

@@ -110,6 +110,8 @@ def test_the_outer_tools_read_each_block_once_and_drop_the_quoted_command_line()
     assert failure.status_line(message) == "exit 127 (a command was not found: pv)"
     other = 'Process exited with status 255: running "exec env BWS_STEP=\'x\' bash":\nssh: dial failed\n'
     assert failure.condense(other) == ["Process exited with status 255", "ssh: dial failed"]
+    config = "stacks/Pulumi.x.yaml: the stack config is invalid\n" + "".join(f"  key{i}: bad\n" for i in range(15))
+    assert len(failure.condense(config)) == 16  # not a step's error: whole
 
 
 def test_the_main_jobs_filter_leaves_out_the_quoted_command_line():
