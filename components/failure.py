@@ -97,16 +97,22 @@ OTHER_LINES = 10
 
 
 def condense(message: str) -> list[str]:
-    """An engine error message, short: its failure blocks when a step's script printed any;
-    else, for a step's error, its first line without the quoted command line and the last lines
-    of the step's output; any other message whole."""
+    """An engine error message, short: a step's error is its failure blocks when its script
+    printed any, else its first line without the quoted command line and the last lines of the
+    step's output; any other message (a rollback's report, a config error) stays whole."""
+    if not step_error(message):
+        return [ln.rstrip() for ln in message.strip().splitlines() if ln.strip()]
     found = blocks(message)
     if found:
         return "\n\n".join(found).splitlines()
     lines = [ln.strip() for ln in message.strip().splitlines() if ln.strip()]
-    if not lines or not _RUNNING.search(lines[0]):
-        return lines
     return [_RUNNING.sub("", lines[0]).strip(), *lines[1:][-OTHER_LINES:]]
+
+
+def step_error(message: str) -> bool:
+    """Whether an engine error is a step's: pulumi-command's "<status>: running "<line>":"."""
+    first = message.strip().split("\n", 1)[0]
+    return bool(_RUNNING.search(first))
 
 
 def status_line(message: str) -> str | None:
