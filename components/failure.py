@@ -2,8 +2,8 @@
 
 - The block itself is the step's script's (templates/scripts/_failure.sh.j2): when a step's script
   ends with a non-zero status it prints, on stdout, `FAILED: <the step's sentence>` and under it
-  the node, the exit status and what it means, the last lines of its log and the fix where it is
-  known. pulumi-command ends its error message with the step's output, so `pulumi up` shows it
+  the node, the exit status and what it means, its last words, the last lines of its log and the
+  fix where it is known. pulumi-command ends its error message with the step's output, so `pulumi up` shows it
   there, once.
 - The program leaves quietly when the engine stops it (quiet_when_the_engine_stops): after a
   step failed, the engine shuts down its resource monitor, the program's pending registrations
