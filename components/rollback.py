@@ -29,6 +29,7 @@ from typing import Any, Callable, Literal, Mapping
 import pulumi
 from pulumi.resource_hooks import ErrorHook, ErrorHookArgs, ResourceHook, ResourceHookArgs, ResourceHookBinding
 
+from .failure import condense
 from .ssh import Connection, RemoteError, run_line
 
 # How a step is put back: "remove" runs its delete script (steps being created); "previous"
@@ -144,7 +145,7 @@ class Rollback:
             except (RemoteError, OSError) as err:
                 failed.append(f"{a.sentence}: {err}")
                 pulumi.log.info(progress_line("failed", a.node, a.sentence))
-        lines = [f"`up` failed at step {step}: {_first_lines(error, 12)}",
+        lines = [f"`up` failed at step {step}:", *("  " + line for line in condense(error)),
                  "The run was rolled back (rollback: auto): every service it stopped runs again, every unit it "
                  "started or changed is removed or back to its previous version; images and model caches are kept, "
                  "so the next try starts from them."]
@@ -193,7 +194,3 @@ async def _plain(value: Any) -> Any:
     """A hook's input value: secrets arrive as Outputs."""
     return await value.future() if isinstance(value, pulumi.Output) else value
 
-
-def _first_lines(text: str, n: int) -> str:
-    lines = text.strip().splitlines()
-    return "\n".join(lines[:n] + (["…"] if len(lines) > n else []))
