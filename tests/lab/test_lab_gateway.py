@@ -13,20 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import urllib.error
 import urllib.request
 
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import LAB_CONFIG, changes, pulumi, require_lab, sh, unit_prop
+from tests.lab.helpers import LAB_CONFIG, changes, converge_lab_stack, pulumi, require_lab, sh, unit_prop
 
 pytestmark = pytest.mark.lab
 
-REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
-STACK = "lab"
 PORT = 4000
 MODELS = ["tiny-llama", "tiny-llama-b"]
 ENGINES = {NODE1: ["bws-tiny.service", "bws-tiny-ray-head.service"],
@@ -42,11 +39,7 @@ def gateway_key():
         if not path.exists():
             path.write_text(os.urandom(18).hex() + "\n")
             path.chmod(0o600)
-    select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
-                            cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
-    assert select.returncode == 0, select.stderr
-    up = pulumi("up", "--yes", "--skip-preview")
-    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+    converge_lab_stack()
     return (lab.STATE_DIR / "gateway-key").read_text().strip()
 
 
