@@ -14,8 +14,12 @@
 
 import secrets
 
-from litellm.constants import LITELLM_PROXY_MASTER_KEY_ALIAS
 from litellm.proxy._types import LitellmUserRoles, ProxyException, UserAPIKeyAuth
+
+try:  # what LiteLLM's own master-key path names the caller (1.106.12; older images lack the name)
+    from litellm.constants import LITELLM_PROXY_MASTER_KEY_ALIAS
+except ImportError:
+    LITELLM_PROXY_MASTER_KEY_ALIAS = "litellm_proxy_master_key"
 
 MISSING = ("You didn't provide an API key. Send it as a bearer token: "
            "`Authorization: Bearer KEY` (the gateway's key, gateway.api_key).")

@@ -75,8 +75,12 @@ cat > "$key_check_path.tmp" <<'BWS_GATEWAY_KEY_CHECK_EOF'
 
 import secrets
 
-from litellm.constants import LITELLM_PROXY_MASTER_KEY_ALIAS
 from litellm.proxy._types import LitellmUserRoles, ProxyException, UserAPIKeyAuth
+
+try:  # what LiteLLM's own master-key path names the caller (1.106.12; older images lack the name)
+    from litellm.constants import LITELLM_PROXY_MASTER_KEY_ALIAS
+except ImportError:
+    LITELLM_PROXY_MASTER_KEY_ALIAS = "litellm_proxy_master_key"
 
 MISSING = ("You didn't provide an API key. Send it as a bearer token: "
            "`Authorization: Bearer KEY` (the gateway's key, gateway.api_key).")
@@ -138,7 +142,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-gateway" \
   "-v" \
   "/etc/blackwell-serving/gateway.env:/run/secrets/blackwell-serving.env:ro" \
   "--label" \
-  "org.blackwell-serving.gateway-config=e312af609456" \
+  "org.blackwell-serving.gateway-config=393f39e0a60b" \
   "-e" \
   "LITELLM_LOCAL_MODEL_COST_MAP" \
   "-e" \
