@@ -91,11 +91,23 @@ def test_an_engine_stopped_by_hand_is_told_once_per_stop(watchdog):
     assert tick() == []
 
 
+def test_a_stop_under_way_is_told_once_it_is_done(watchdog):
+    """`systemctl stop` takes the engine's container a while: a check in between says nothing,
+    the one after it tells of the stop, once (one stop, one line)."""
+    engine, tick, fake = watchdog
+    engine("deactivating", "stop", stamp="500")
+    assert tick() == []
+    engine("inactive", "dead", since="Fri 2026-12-04 20:00:00 UTC", stamp="1000")
+    assert len(tick()) == 1 and tick() == []
+    engine("activating", "start")                      # a start under way: silent too
+    assert tick() == []
+
+
 def test_a_failed_engine_names_its_result_and_a_restarting_one_says_systemd_has_it(watchdog):
     engine, tick, fake = watchdog
     engine("activating", "auto-restart", result="exit-code", stamp="3000")
     restarting = tick()
-    assert len(restarting) == 1 and "it is activating (auto-restart): systemd is starting" in restarting[0]
+    assert len(restarting) == 1 and "it is activating (auto-restart): systemd restarts it" in restarting[0]
     assert "systemctl start" not in restarting[0]
     assert tick() == []
     engine("failed", "failed", result="exit-code", since="Fri 2026-12-04 22:00:00 UTC", stamp="3000")

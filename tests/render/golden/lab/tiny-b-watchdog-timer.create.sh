@@ -34,19 +34,21 @@ if ! systemctl is-active --quiet "$engine"; then
   props=$(systemctl show -p ActiveState -p SubState -p Result -p InactiveEnterTimestamp \
     -p InactiveEnterTimestampMonotonic "$engine")
   prop() { printf '%s\n' "$props" | sed -n "s/^$1=//p"; }
-  # One stop: the state it is in and when it entered it; told once, until the engine runs again.
+  # One stop: the state it settled in and when it entered it; told once, until the engine runs
+  # again. A unit on its way (stopping, starting) is told of once it gets there.
+  case "$(prop ActiveState) $(prop SubState)" in
+    "inactive "*|"failed "*)
+      why="it is $(prop ActiveState) ($(prop SubState), result $(prop Result)) since $(prop InactiveEnterTimestamp):"
+      why="$why stopped by hand or given up on by systemd, so it is left as it is; hand it back to the watchdog"
+      why="$why with: systemctl start $engine" ;;
+    "activating auto-restart")
+      why="it is activating (auto-restart): systemd restarts it by its restart policy; checked again once it is active" ;;
+    *) exit 0 ;;
+  esac
   stop="$(prop ActiveState) $(prop SubState) $(prop InactiveEnterTimestampMonotonic)"
   if [ "$(cat "$skipped" 2>/dev/null || true)" != "$stop" ]; then
     echo "$stop" > "$skipped"
-    case "$(prop ActiveState)" in
-      inactive|failed)
-        log "not checking $engine: it is $(prop ActiveState) ($(prop SubState), result $(prop Result)) since" \
-            "$(prop InactiveEnterTimestamp): stopped by hand or given up on by systemd, so it is left as it is;" \
-            "hand it back to the watchdog with: systemctl start $engine" ;;
-      *)
-        log "not checking $engine: it is $(prop ActiveState) ($(prop SubState)): systemd is starting or" \
-            "stopping it; checked again once it is active" ;;
-    esac
+    log "not checking $engine: $why"
   fi
   exit 0
 fi
