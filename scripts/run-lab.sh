@@ -47,6 +47,9 @@ export PULUMI_CONFIG_PASSPHRASE
 source scripts/env.sh
 pulumi stack select --create lab --non-interactive >/dev/null
 # A run of this script that was killed left the backend's lock: cleared when its process is gone.
+# What it left unfinished, this `up` runs again: one line says what, and it is taken out of the
+# state so that Pulumi does not advise a `pulumi refresh` that does not apply (a step's script
+# converges; components/todo/interrupted.py).
 python -m components.todo.interrupted --stack lab
 echo "== pulumi preview --stack lab (the todo list)"
 pulumi preview --stack lab --non-interactive --diff=false

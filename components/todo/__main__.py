@@ -18,7 +18,7 @@ from components.config.load import PROJECT
 
 from .. import failure
 from . import engine
-from .interrupted import clear_stale_locks, pending_operations
+from .interrupted import clear_stale_locks, lock_files, pending_operations, resume_interrupted
 from .live import LiveTodo
 from .status import benchmark_lines, stack_outputs, status
 from .plan import build_items, declared_steps, state_records, step_metadata, urn_name
@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             (args.record / "plan.json").write_text(json.dumps(engine.slim_plan(plan), indent=1) + "\n")
         steps = declared_steps(events, state_records(previous))
         interrupted = pending_operations(previous)
-        if interrupted:
+        if interrupted and not args.up:   # with --up, the line of resume_interrupted() below
             print("note: the last run was interrupted during these steps; `up` runs them again:\n  "
                   + "\n  ".join(interrupted), file=sys.stderr)
         if args.record:
@@ -155,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.stdout.write(render(items, "text", args.stack))
     print(flush=True)
+    # What a killed run left unfinished: resumed by this `up`, said in one line, and out of the
+    # state so that the engine does not advise a `pulumi refresh` that does not apply.
+    if not lock_files(os.environ.get("PULUMI_BACKEND_URL", ""), PROJECT, args.stack):
+        for message in resume_interrupted(args.stack, args.work_dir):
+            print(f"note: {message}", file=sys.stderr, flush=True)
     live = LiveTodo(items, steps=steps, verbose=args.verbose)
 
     errors = ErrorCollector()

@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The gateway's health gate: every routed model listed in /v1/models, a request without the key
-# refused, then a real request through the gateway for each model (a chat completion, or an
-# embedding), with the gateway's key. Bounded by gateway.health.timeout_s.
-# Gateway checked: 8b1962a96a21 (new routes or a new unit mean a new check).
+# and one with a wrong key refused with 401 (what OpenAI clients take for a wrong key), then a real
+# request through the gateway for each model (a chat completion, or an embedding), with the
+# gateway's key. Bounded by gateway.health.timeout_s.
+# Gateway checked: bb2a6ad78a08 (new routes or a new unit mean a new check).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'health gateway' "$*" >&2; bws_said+=("$*"); }
@@ -111,11 +112,20 @@ until listed; do
   sleep 3
 done
 log "every model listed (2)"
-code=$(curl -s -o /dev/null --max-time 10 -w '%{http_code}' "$base/v1/models" || true)
-case "$code" in
-  401|403) log "a request without the key is refused (HTTP $code)" ;;
-  *) log "a request without the key was answered HTTP $code, not refused"; exit 1 ;;
-esac
+# A wrong key: random, so never the gateway's; it is no secret and may be in argv.
+wrong="Authorization: Bearer bws-wrong-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
+for probe in "without the key" "with a wrong key"; do
+  if [ "$probe" = "without the key" ]; then
+    code=$(curl -s -o "$work/refused" --max-time 10 -w '%{http_code}' "$base/v1/models" || true)
+  else
+    code=$(curl -s -o "$work/refused" --max-time 10 -w '%{http_code}' -H "$wrong" "$base/v1/models" || true)
+  fi
+  if [ "$code" != 401 ] || ! grep -q '"error"' "$work/refused"; then
+    log "a request $probe was answered HTTP $code, not 401: $(head -c 300 "$work/refused" 2>/dev/null)"
+    exit 1
+  fi
+  log "a request $probe is refused (HTTP 401)"
+done
 cat > "$work/body" <<'BWS_BODY_EOF'
 {"model": "tiny-llama", "max_tokens": 8, "temperature": 0, "messages": [{"role": "user", "content": "Say hello."}]}
 BWS_BODY_EOF

@@ -86,8 +86,9 @@ cat > /var/lib/blackwell-serving/watchdog/tiny.sh.tmp <<'BWS_SCRIPT_EOF'
 # A deployment's watchdog, run by its timer: a real chat completion; after `failures` failures in
 # a row (a wedged engine: its process alive, no answers), restart the deployment's units in order
 # and say why in this unit's journal. A start that has not answered yet is loading its weights:
-# judged only after the grace (the health gate's timeout). A stopped or restarting engine is left
-# to systemd's restart policy.
+# judged only after the grace (the health gate's timeout). An engine that is not active (stopped
+# by hand, given up on by systemd, or being restarted by it) is left alone, and the journal says
+# so once per stop, not every interval: its state, since when, and how to hand it back.
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'watchdog tiny' "$*" >&2; bws_said+=("$*"); }
@@ -183,10 +184,31 @@ state=/run/blackwell-serving/watchdog
 install -d -m 0700 "$state"
 count="$state/"tiny.failures
 answered="$state/"tiny.answered
+skipped="$state/"tiny.skipped
 if ! systemctl is-active --quiet "$engine"; then
   rm -f "$count"
+  props=$(systemctl show -p ActiveState -p SubState -p Result -p InactiveEnterTimestamp \
+    -p InactiveEnterTimestampMonotonic "$engine")
+  prop() { printf '%s\n' "$props" | sed -n "s/^$1=//p"; }
+  # One stop: the state it settled in and when it entered it; told once, until the engine runs
+  # again. A unit on its way (stopping, starting) is told of once it gets there.
+  case "$(prop ActiveState) $(prop SubState)" in
+    "inactive "*|"failed "*)
+      why="it is $(prop ActiveState) ($(prop SubState), result $(prop Result)) since $(prop InactiveEnterTimestamp):"
+      why="$why stopped by hand or given up on by systemd, so it is left as it is; hand it back to the watchdog"
+      why="$why with: systemctl start $engine" ;;
+    "activating auto-restart")
+      why="it is activating (auto-restart): systemd restarts it by its restart policy; checked again once it is active" ;;
+    *) exit 0 ;;
+  esac
+  stop="$(prop ActiveState) $(prop SubState) $(prop InactiveEnterTimestampMonotonic)"
+  if [ "$(cat "$skipped" 2>/dev/null || true)" != "$stop" ]; then
+    echo "$stop" > "$skipped"
+    log "not checking $engine: $why"
+  fi
   exit 0
 fi
+rm -f "$skipped"
 run=$(systemctl show -p InvocationID --value "$engine")
 if reply=$(ask 10 2>&1) && printf '%s' "$reply" | grep -q '"choices"'; then
   echo "$run" > "$answered"
