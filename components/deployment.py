@@ -52,6 +52,7 @@ class Deployment(pulumi.ComponentResource):
         def unit_for(node: Node, rank: int, deps: Sequence[pulumi.Resource]) -> SystemdUnit:
             env = {**fabric_environment(fabric, node.spec), "HF_HUB_OFFLINE": "1", **spec.env}
             mounts = [f"{model_cache_dir}:{model_cache_dir}:ro"]
+            files: list[tuple[str, str]] = []
             after, binds = [], []
             if cluster is not None and spec.executor == "ray":
                 env["RAY_ADDRESS"] = cluster.address
@@ -72,13 +73,13 @@ class Deployment(pulumi.ComponentResource):
                 # The key reaches the engine through a mounted root-only file, read into its
                 # environment at start: with `-e NAME` Docker would copy the value into the
                 # container's config, where `docker inspect` shows it.
-                mounts.append(f"{env_file}:{SECRETS_IN_CONTAINER}:ro")
+                files.append((env_file, SECRETS_IN_CONTAINER))
                 command = [*SOURCE_SECRETS, *command]
             text = text if venv is not None else container_unit_text(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
                 container=container, image=image, command=command,
-                docker_args=docker_args(spec.docker, fabric, list(env), mounts),
+                docker_args=docker_args(spec.docker, fabric, list(env), mounts, files),
                 environment=env, after=after, binds_to=binds,
                 pre_start=pre_start)
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,

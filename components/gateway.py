@@ -56,6 +56,7 @@ import pulumi
 
 from . import types
 from .config.schema import DeploymentSpec, StackSpec
+from .containers import file_mount
 from .node import Node
 from .observe import EndpointAnswers, UnitRunning
 from .remote import run, started
@@ -150,9 +151,9 @@ def gateway_unit_text(spec: StackSpec, image: str, config_digest: str) -> str:
     gw = spec.gateway
     env = dict(ENVIRONMENT)
     args = ["--network", "host", "--init",
-            "-v", f"{CONFIG_FILE}:{CONFIG_IN_CONTAINER}:ro",
-            "-v", f"{KEY_CHECK_FILE}:{KEY_CHECK_IN_CONTAINER}:ro",
-            "-v", f"{ENV_FILE}:{SECRETS_IN_CONTAINER}:ro",
+            *file_mount(CONFIG_FILE, CONFIG_IN_CONTAINER),
+            *file_mount(KEY_CHECK_FILE, KEY_CHECK_IN_CONTAINER),
+            *file_mount(ENV_FILE, SECRETS_IN_CONTAINER),
             # The config's content address: `docker inspect` says which routes the container runs.
             "--label", f"org.blackwell-serving.gateway-config={config_digest}"]
     for name in env:

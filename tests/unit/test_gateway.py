@@ -87,10 +87,11 @@ def test_keys_travel_on_stdin_only(monkeypatch):
     assert SENTINEL not in " ".join(gateway_argv(s.spec))
     # The unit mounts the config and the env file read-only; no -e NAME=value, no key.
     unit = script.split("<<'BWS_UNIT_EOF'\n", 1)[1]
-    assert f'"{CONFIG_FILE}:/etc/litellm/config.yaml:ro"' in unit
-    assert f'"{ENV_FILE}:/run/secrets/blackwell-serving.env:ro"' in unit
+    # files bound with --mount: a missing one stops the start instead of becoming a directory
+    assert f'"type=bind,source={CONFIG_FILE},target=/etc/litellm/config.yaml,readonly"' in unit
+    assert f'"type=bind,source={ENV_FILE},target=/run/secrets/blackwell-serving.env,readonly"' in unit
     # The key check beside the config, where LiteLLM looks for the custom_auth module.
-    assert f'"{KEY_CHECK_FILE}:/etc/litellm/bws_key_check.py:ro"' in unit
+    assert f'"type=bind,source={KEY_CHECK_FILE},target=/etc/litellm/bws_key_check.py,readonly"' in unit
     assert "KEY=" not in unit and SENTINEL not in unit
     # The env file and the config are written root-only.
     assert "umask 077" in script and 'chmod 0600 "$config_path.tmp"' in script

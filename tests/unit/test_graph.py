@@ -282,7 +282,8 @@ def test_the_api_key_reaches_the_engine_through_a_mounted_file_not_the_command_l
                 continue
             assert not systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile")
             if d.api_key:
-                assert has_flag(argv, "-v", f"/etc/blackwell-serving/{d.name}.env:{SECRETS_IN_CONTAINER}:ro")
+                assert has_flag(argv, "--mount", f"type=bind,source=/etc/blackwell-serving/{d.name}.env,"
+                                                         f"target={SECRETS_IN_CONTAINER},readonly")
                 assert f"< {SECRETS_IN_CONTAINER} && exec \"$@\"" in " ".join(argv)
 
 

@@ -123,8 +123,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "2g" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
-  "-v" \
-  "/etc/blackwell-serving/tiny.env:/run/secrets/blackwell-serving.env:ro" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/tiny.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "-e" \
   "NCCL_SOCKET_IFNAME" \
   "-e" \

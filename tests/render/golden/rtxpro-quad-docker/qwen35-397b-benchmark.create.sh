@@ -3,7 +3,7 @@
 # endpoint on this node's loopback, as the health gate asks it. Prints decode-tok-s, ttft-ms,
 # aggregate-tok-s and concurrency as key=value lines, the stack output `benchmark`. The API key
 # stays in its root-only env file: the program reads it there (its path is all argv carries).
-# Engine units measured: f289df0b9b74 (a new engine means a new measurement).
+# Engine units measured: 4669984ab705 (a new engine means a new measurement).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'benchmark qwen35-397b' "$*" >&2; bws_said+=("$*"); }
@@ -90,6 +90,6 @@ if command -v python3 >/dev/null 2>&1; then
   python3 "$script" http://127.0.0.1:30000 qwen3.5-397b 4 '[]' 128 4 900 - /etc/blackwell-serving/qwen35-397b.env SGLANG_API_KEY
 else
   # No python3 on the node: the engine image's, on the host's network, the key file mounted read-only.
-  docker run -i --rm --network host -v /etc/blackwell-serving/qwen35-397b.env:/run/secrets/blackwell-serving-benchmark.env:ro \
+  docker run -i --rm --network host --mount type=bind,source=/etc/blackwell-serving/qwen35-397b.env,target=/run/secrets/blackwell-serving-benchmark.env,readonly \
     --entrypoint python3 blackwell-serving/sglang-cu13:6652dad398a1 - http://127.0.0.1:30000 qwen3.5-397b 4 '[]' 128 4 900 - /run/secrets/blackwell-serving-benchmark.env SGLANG_API_KEY < "$script"
 fi

@@ -119,8 +119,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-397b" \
   "memlock=-1:-1" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
-  "-v" \
-  "/etc/blackwell-serving/qwen35-397b.env:/run/secrets/blackwell-serving.env:ro" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/qwen35-397b.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "-e" \
   "HF_HUB_OFFLINE" \
   "blackwell-serving/sglang-cu13:6652dad398a1" \

@@ -86,6 +86,11 @@ bws_exit() {
 env_path=/etc/blackwell-serving/qwen35-sglang.env
 generation_path="$env_path.generation"
 install -d -m 0700 "$(dirname "$env_path")"
+if [ -d "$env_path" ]; then
+  # Docker's `-v` (an earlier version's units) makes a directory where a mounted file is missing.
+  rm -rf -- "$env_path"
+  log "removed a directory Docker had made in place of the file"
+fi
 umask 077
 cat > "$env_path.tmp"
 chmod 0600 "$env_path.tmp"

@@ -133,8 +133,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35-sglang" \
   "IPC_LOCK" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
-  "-v" \
-  "/etc/blackwell-serving/qwen35-sglang.env:/run/secrets/blackwell-serving.env:ro" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/qwen35-sglang.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "-e" \
   "NCCL_SOCKET_IFNAME" \
   "-e" \

@@ -207,12 +207,12 @@ ExecStart=/usr/bin/docker run --rm --name "bws-gateway" \
   "--network" \
   "host" \
   "--init" \
-  "-v" \
-  "/etc/blackwell-serving/gateway/litellm.yaml:/etc/litellm/config.yaml:ro" \
-  "-v" \
-  "/etc/blackwell-serving/gateway/bws_key_check.py:/etc/litellm/bws_key_check.py:ro" \
-  "-v" \
-  "/etc/blackwell-serving/gateway.env:/run/secrets/blackwell-serving.env:ro" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/gateway/litellm.yaml,target=/etc/litellm/config.yaml,readonly" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/gateway/bws_key_check.py,target=/etc/litellm/bws_key_check.py,readonly" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/gateway.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "--label" \
   "org.blackwell-serving.gateway-config=393f39e0a60b" \
   "-e" \

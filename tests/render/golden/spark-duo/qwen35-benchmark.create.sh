@@ -3,7 +3,7 @@
 # endpoint on this node's loopback, as the health gate asks it. Prints decode-tok-s, ttft-ms,
 # aggregate-tok-s and concurrency as key=value lines, the stack output `benchmark`. The API key
 # stays in its root-only env file: the program reads it there (its path is all argv carries).
-# Engine units measured: 8f8963381c0e (a new engine means a new measurement).
+# Engine units measured: dc0371e1da15 (a new engine means a new measurement).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'benchmark qwen35' "$*" >&2; bws_said+=("$*"); }
@@ -90,6 +90,6 @@ if command -v python3 >/dev/null 2>&1; then
   python3 "$script" http://127.0.0.1:8000 qwen3.5-122b 4 '[]' 128 4 900 - /etc/blackwell-serving/qwen35.env VLLM_API_KEY
 else
   # No python3 on the node: the engine image's, on the host's network, the key file mounted read-only.
-  docker run -i --rm --network host -v /etc/blackwell-serving/qwen35.env:/run/secrets/blackwell-serving-benchmark.env:ro \
+  docker run -i --rm --network host --mount type=bind,source=/etc/blackwell-serving/qwen35.env,target=/run/secrets/blackwell-serving-benchmark.env,readonly \
     --entrypoint python3 hellohal2064/vllm-qwen3.5-gb10:latest - http://127.0.0.1:8000 qwen3.5-122b 4 '[]' 128 4 900 - /run/secrets/blackwell-serving-benchmark.env VLLM_API_KEY < "$script"
 fi

@@ -138,8 +138,8 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
   "-v" \
   "/var/lib/blackwell-serving/ray/qwen35-ray:/tmp/ray" \
-  "-v" \
-  "/etc/blackwell-serving/qwen35.env:/run/secrets/blackwell-serving.env:ro" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/qwen35.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "-e" \
   "NCCL_SOCKET_IFNAME" \
   "-e" \
