@@ -1,6 +1,6 @@
 """Deployment: the engine (vLLM or SGLang) as systemd units running its container — one node,
-vLLM over a Ray cluster, or SGLang's own multi-node launch — and the health gate that sends a
-real chat completion. Its endpoint is a stack output."""
+vLLM over a Ray cluster, or the engine's own multi-node launch (SGLang's, or vLLM's without Ray)
+— and the health gate that sends a real chat completion. Its endpoint is a stack output."""
 
 from __future__ import annotations
 
@@ -86,7 +86,11 @@ class Deployment(pulumi.ComponentResource):
 
         deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])
         if spec.topology == "native":
-            # SGLang: the other ranks first, then rank 0 on the head, which answers the API.
+            # SGLang's or vLLM's own launch: the other ranks first (vLLM's --headless), then rank 0
+            # on the head, which answers the API. A rank that dies takes the engine with it: the
+            # head's unit (or the watchdog, when the head still answers /health) restarts rank 0,
+            # and the other ranks, which then lose their peer and exit, restart by Restart= and
+            # meet it again.
             workers = [unit_for(n, r, deps) for r, n in enumerate(nodes) if r > 0]
             self.units = [unit_for(head, 0, [*deps, *workers]), *workers]
         else:
