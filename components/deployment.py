@@ -23,7 +23,7 @@ from .render import digest, render
 from .steps import StepInfo
 from .unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text, env_file_text
 from .venv import VenvEngine, venv_unit_text
-from .watchdog import Watchdog
+from .watchdog import RankWatch, Watchdog
 
 SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
 # The engine's command, run with the NAME=value lines of the secrets file in its environment
@@ -129,6 +129,14 @@ class Deployment(pulumi.ComponentResource):
                                      state_dir=state_dir,
                                      depends_on=[self.health, *([self.benchmark] if self.benchmark else [])],
                                      opts=pulumi.ResourceOptions(parent=self))
+        # vLLM's native launch: a rank whose head restarted alone waits on its dead peers for ever
+        # (found in the lab); each other rank's node watches its rank's connections to the head.
+        self.rank_watches = [
+            RankWatch(spec, node, rank, engine_unit=unit_name,
+                      container=None if venv is not None else f"bws-{spec.name}", head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health],
+                      opts=pulumi.ResourceOptions(parent=self))
+            for rank, node in enumerate(nodes)
+            if rank > 0 and spec.topology == "native" and spec.engine == "vllm" and spec.watchdog.enabled]
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Preflight, before any unit is stopped: the fabric link of this node is usable — the netdev
+# exists and is up with its address and MTU, the RDMA ports are ACTIVE, and peers answer.
+set -euo pipefail
+log() { printf '[blackwell %s] %s\n' 'preflight fabric' "$*" >&2; }
+dev=enp1s0f1np1
+address=192.168.200.13
+fail() { log "$* on node spark-5be3; nothing was stopped"; exit 1; }
+[ -d "/sys/class/net/$dev" ] || fail "fabric netdev $dev does not exist"
+state=$(cat "/sys/class/net/$dev/operstate")
+flags=$(ip -o link show dev "$dev")
+case "$flags" in *"state DOWN"*|*",UP"*"NO-CARRIER"*) fail "fabric netdev $dev is down ($state)";; esac
+case "$flags" in *"<"*UP*">"*) ;; *) fail "fabric netdev $dev is administratively down";; esac
+ip -o -4 addr show dev "$dev" | grep -qF " $address/" \
+  || fail "fabric netdev $dev does not hold $address"
+mtu=$(cat "/sys/class/net/$dev/mtu")
+want_mtu=9000
+[ "$mtu" = "$want_mtu" ] || fail "fabric netdev $dev has MTU $mtu, expected $want_mtu"
+port_state=$(cat /sys/class/infiniband/rocep1s0f1/ports/1/state 2>/dev/null || echo "missing")
+case "$port_state" in *ACTIVE*) ;; *) fail "RDMA port rocep1s0f1 is $port_state";; esac
+port_state=$(cat /sys/class/infiniband/roceP2p1s0f1/ports/1/state 2>/dev/null || echo "missing")
+case "$port_state" in *ACTIVE*) ;; *) fail "RDMA port roceP2p1s0f1 is $port_state";; esac
+ping -c 2 -W 2 -I "$dev" 192.168.200.12 >/dev/null 2>&1 || fail "peer 192.168.200.12 does not answer on the fabric"
+log "link $dev up, $address, MTU $mtu, RDMA ports active, peers answer"
