@@ -155,7 +155,9 @@ def gpu_problems(spec: "StackSpec") -> list[str]:
     taken: dict[str, list[tuple[int, str, int]]] = {}  # node → [(deployment index, name, GPUs)]
     for i, d in enumerate(spec.deployments):
         for j, n in enumerate(d.nodes):
-            if n not in d.engine_nodes:
+            # A cpu node's "GPU" is its cores, which the processes on it share (the lab: an engine
+            # of two nodes and a second engine on one of them).
+            if n not in d.engine_nodes or spec.node(n).gpu.kind == "cpu":
                 continue
             need = gpu_share(spec, d, n)
             before = taken.setdefault(n, [])

@@ -130,7 +130,7 @@ before anything runs on a node:
   (`--api-key …`, `--api-key=…`, any `hf_…` token): use `api_key` and `models[].hf_token`.
 - Names refer to entries that exist; tensor_parallel × pipeline_parallel equals the GPUs of the
   deployment's engine nodes, and a deployment takes every GPU of those nodes: two deployments
-  never share one.
+  never share one (but may share a node of `gpu.kind: cpu`, whose cores its processes share).
 - Ports: a deployment's `port` (every rank's node under SGLang's `native`; vLLM's other ranks
   run `--headless`, without the API), the `dist_port` of a `native` deployment (on its head),
   `ray.port`, Ray's client server ({RAY_CLIENT_PORT}) and dashboard ({RAY_DASHBOARD_PORT}, when

@@ -9,12 +9,12 @@ import copy
 
 import pytest
 
-from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, load_engine_path, shipped_doc
+from tests.unit.config.stacks import P, both_paths_error, lab_ray_doc, load_engine_path, shipped_doc
 
 
 def cfg(stack: str) -> dict:
-    """A shipped stack; the lab with its first deployment only (these tests add their own)."""
-    return lab_one_engine_doc() if stack == "lab" else shipped_doc(stack)
+    """A shipped stack; the lab with its first deployment only, over Ray (these tests add their own)."""
+    return lab_ray_doc() if stack == "lab" else shipped_doc(stack)
 
 
 def second_deployment(doc: dict, **changes) -> dict:

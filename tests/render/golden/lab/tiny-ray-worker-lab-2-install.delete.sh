@@ -1,9 +1,0 @@
-#!/usr/bin/env bash
-# Remove a unit we own: stop, disable, delete its file and its environment file.
-set -euo pipefail
-log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-worker.service' "$*" >&2; }
-systemctl disable --now bws-tiny-ray-worker.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-ray-worker.service
-systemctl daemon-reload
-systemctl reset-failed bws-tiny-ray-worker.service >/dev/null 2>&1 || true
-log "removed"
