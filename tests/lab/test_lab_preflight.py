@@ -42,7 +42,7 @@ def test_engine_without_the_architecture_stops_up_before_any_unit(lab_clean, tmp
         m, d, img = c["blackwell-serving:models"][0], c["blackwell-serving:deployments"][0], c["blackwell-serving:images"][0]
         m.update(revision="lab-novel", source={"kind": "local", "path": str(model)}, nodes=["lab-1"])
         img["nodes"] = ["lab-1"]
-        d.update(nodes=["lab-1"], topology="single")
+        d.update(nodes=["lab-1"], topology="single", tensor_parallel=1)
         d.pop("executor", None)
 
     stack = Stack(tmp_path, "lab-novel-arch", novel_model_on_one_node)
