@@ -72,3 +72,22 @@ def test_fabric_link_down_on_node2_stops_up_before_any_unit(lab_clean, tmp_path)
     finally:
         sh(NODE2, f"ip link set {lab.ENV['LAB_FABRIC_IFACE']} up")
         stack.destroy()
+
+
+def test_a_fabric_netdev_that_does_not_carry_the_fabric_address_stops_up(lab_clean, tmp_path):
+    """fabric.netdev names an interface that exists but holds the management address: the ranks
+    would bind it (GLOO/NCCL_SOCKET_IFNAME) and talk over the management network. The fabric
+    check names the interface that holds the fabric address and the fix, before anything stops."""
+    fabric, mgmt = lab.ENV["LAB_FABRIC_IFACE"], lab.ENV["LAB_MGMT_IFACE"]
+    stack = Stack(tmp_path, "lab-wrong-netdev", lambda c: c["blackwell-serving:fabric"].update(netdev=mgmt))
+    before = nodes_as_found()
+    try:
+        up = stack.run("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0, out[-4000:]
+        assert any(f"fabric netdev {mgmt} does not hold {n.fabric_ip}: {fabric} does" in out for n in (NODE1, NODE2)), \
+            out[-4000:]
+        assert f"fix: set fabric.netdev (or this node's nodes[].fabric.netdev) to {fabric}" in out
+        assert_untouched(before)
+    finally:
+        stack.destroy()
