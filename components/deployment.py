@@ -57,6 +57,10 @@ class Deployment(pulumi.ComponentResource):
                 mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
                 after = binds = [cluster.head_unit_name]
             command = engine_argv(spec, model_path, rank, head_fabric)
+            # A rank of vLLM's native launch whose peer died ends with exit status 0 (its API server
+            # shuts down cleanly after the engine's death; found in the lab): on-failure would leave
+            # it stopped, and the watchdog leaves a stopped engine to systemd.
+            restart = "always" if spec.topology == "native" and spec.engine == "vllm" else "on-failure"
             pre_start = [DROP_PAGE_CACHE] if spec.drop_page_cache else []
             if cluster is not None:
                 # After a reboot the units start together: the engine waits for its Ray head.
@@ -66,7 +70,7 @@ class Deployment(pulumi.ComponentResource):
                                       f"{spec.engine} {spec.name}" + (f" (rank {rank})" if spec.topology == "native"
                                                                      else ""), img=venv.spec, command=command,
                                       environment=env, env_file=env_file, after=after, binds_to=binds,
-                                      pre_start=pre_start)
+                                      restart=restart, pre_start=pre_start)
             elif env_file:
                 # The key reaches the engine through a mounted root-only file, read into its
                 # environment at start: with `-e NAME` Docker would copy the value into the
@@ -78,7 +82,7 @@ class Deployment(pulumi.ComponentResource):
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
                 container=f"bws-{spec.name}", image=image, command=command,
                 docker_args=docker_args(spec.docker, fabric, list(env), mounts),
-                environment=env, after=after, binds_to=binds,
+                environment=env, after=after, binds_to=binds, restart=restart,
                 pre_start=pre_start)
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
                                env_text=env_text, depends_on=deps, triggers=[image_id],

@@ -323,7 +323,8 @@ def test_a_killed_engine_container_serves_again_by_itself(converged):
 
 def test_a_killed_worker_rank_fails_completions_and_both_ranks_serve_again(converged):
     """lab-2's rank killed: the head's completions fail (tensor parallel: every token needs both
-    ranks); the head's rank exits, both units restart by Restart= and meet again."""
+    ranks); the head's rank then exits (status 0: its units restart `always`), lab-2's unit
+    restarts, and they meet again."""
     wait_until(engine_answers, ENGINE_START_S, "serving before the kill")
     sh(NODE2, "docker kill bws-tiny")
     start = time.monotonic()

@@ -45,6 +45,8 @@ def test_units_on_both_nodes_the_worker_first_and_no_ray():
     assert 'Environment="VLLM_HOST_IP=192.168.200.13"' in units["spark-5be3"].unit_text
     assert 'Environment="GLOO_SOCKET_IFNAME=enp1s0f1np1"' in units["spark-5be3"].unit_text
     assert "qwen35-spark-5be3-install" in dep_names(s.by_name("qwen35-spark-1a32-install"))
+    # A rank whose peer died exits 0 (vLLM 0.32): restarted all the same.
+    assert all("\nRestart=always\n" in u.unit_text for u in units.values())
     assert not [r for r in s.steps() if "-ray-" in r.name]
 
 

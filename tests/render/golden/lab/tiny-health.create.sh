@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The health gate: /health alone misses a dead worker, so wait for the served model to be listed
 # and then ask for a real chat completion. Bounded by the deployment's health timeout.
-# Engine units checked: 8222d67c8747 (a new engine means a new check).
+# Engine units checked: ac0433accbfb (a new engine means a new check).
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'health tiny' "$*" >&2; }
 base=http://127.0.0.1:8000

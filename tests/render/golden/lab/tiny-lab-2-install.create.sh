@@ -113,7 +113,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--dtype" \
   "bfloat16"
 ExecStop=/usr/bin/docker stop -t 30 "bws-tiny"
-Restart=on-failure
+Restart=always
 RestartSec=10
 TimeoutStartSec=infinity
 TimeoutStopSec=60

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The health gate: /health alone misses a dead worker, so wait for the served model to be listed
 # and then ask for a real chat completion. Bounded by the deployment's health timeout.
-# Engine units checked: ada912296f55 (a new engine means a new check).
+# Engine units checked: 5ea6f05fe636 (a new engine means a new check).
 set -euo pipefail
 log() { printf '[blackwell %s] %s\n' 'health qwen35' "$*" >&2; }
 base=http://127.0.0.1:8000

@@ -118,7 +118,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
   "--reasoning-parser" \
   "qwen3"
 ExecStop=/usr/bin/docker stop -t 30 "bws-qwen35"
-Restart=on-failure
+Restart=always
 RestartSec=10
 TimeoutStartSec=infinity
 TimeoutStopSec=60
