@@ -58,6 +58,8 @@ def lab_ray_doc() -> dict:
         d.pop(key, None)
     d.update(topology="ray", executor="head", tensor_parallel=1)
     c[P + "ray"] = {"object_store_gb": 0.5, "join_timeout_s": 300}
+    for node in c[P + "nodes"]:
+        node["gpu"]["memory_gb"] = 8
     return doc
 
 
