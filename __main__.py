@@ -7,16 +7,16 @@ import pulumi
 
 from components import reaper
 from components.config import ConfigError, load_from_pulumi
+from components.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
 from components.metrics import file_sd, write_file_sd
 from components.preflight.stack_fit import PreflightError, check_stack_fit
 from components.observe import ObserveError
 from components.stack import ServingStack
 
-# The language host's "the program failed and said why" status: no further message.
-BAIL_EXIT_CODE = 32
-
 # If the CLI is killed mid-run, its language host and providers are ended with it.
 reaper.start()
+# When a step fails, the engine stops the program: it leaves without a traceback.
+quiet_when_the_engine_stops()
 
 try:
     spec = load_from_pulumi()

@@ -81,7 +81,7 @@ class RayCluster(pulumi.ComponentResource):
                             redo=f"Restart Ray {role} on {node.name} with its new unit",
                             undo=f"Stop Ray {role} on {node.name}")
             return SystemdUnit(f"{name}-{role}-{node.name}", node, unit_name, text, step=step, depends_on=deps,
-                               triggers=[image_id], opts=pulumi.ResourceOptions(parent=self))
+                               triggers=[image_id], container=container, opts=pulumi.ResourceOptions(parent=self))
 
         self.head_unit = node_unit(
             head, "head",

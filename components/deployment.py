@@ -43,6 +43,7 @@ class Deployment(pulumi.ComponentResource):
         self.spec = spec
         head = nodes[0]
         unit_name = f"bws-{spec.name}.service"
+        container = f"bws-{spec.name}"
         env_file = f"/etc/blackwell-serving/{spec.name}.env" if api_key is not None else None
         key_var = API_KEY_VAR[spec.engine]
         env_text = env_file_text({key_var: api_key}) if api_key is not None else None
@@ -51,6 +52,7 @@ class Deployment(pulumi.ComponentResource):
         def unit_for(node: Node, rank: int, deps: Sequence[pulumi.Resource]) -> SystemdUnit:
             env = {**fabric_environment(fabric, node.spec), "HF_HUB_OFFLINE": "1", **spec.env}
             mounts = [f"{model_cache_dir}:{model_cache_dir}:ro"]
+            files: list[tuple[str, str]] = []
             after, binds = [], []
             if cluster is not None and spec.executor == "ray":
                 env["RAY_ADDRESS"] = cluster.address
@@ -75,17 +77,18 @@ class Deployment(pulumi.ComponentResource):
                 # The key reaches the engine through a mounted root-only file, read into its
                 # environment at start: with `-e NAME` Docker would copy the value into the
                 # container's config, where `docker inspect` shows it.
-                mounts.append(f"{env_file}:{SECRETS_IN_CONTAINER}:ro")
+                files.append((env_file, SECRETS_IN_CONTAINER))
                 command = [*SOURCE_SECRETS, *command]
             text = text if venv is not None else container_unit_text(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
-                container=f"bws-{spec.name}", image=image, command=command,
-                docker_args=docker_args(spec.docker, fabric, list(env), mounts),
+                container=container, image=image, command=command,
+                docker_args=docker_args(spec.docker, fabric, list(env), mounts, files),
                 environment=env, after=after, binds_to=binds, restart=restart,
                 pre_start=pre_start)
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
                                env_text=env_text, depends_on=deps, triggers=[image_id],
+                               container=None if venv is not None else container,
                                opts=pulumi.ResourceOptions(parent=self))
 
         deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])
@@ -136,8 +139,8 @@ class Deployment(pulumi.ComponentResource):
         # vLLM's native launch: a rank whose head restarted alone waits on its dead peers for ever
         # (found in the lab); each other rank's node watches its rank's connections to the head.
         self.rank_watches = [
-            RankWatch(spec, node, rank, engine_unit=unit_name,
-                      container=None if venv is not None else f"bws-{spec.name}", head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health],
+            RankWatch(spec, node, rank, engine_unit=unit_name, container=None if venv is not None else container,
+                      head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health],
                       opts=pulumi.ResourceOptions(parent=self))
             for rank, node in enumerate(nodes)
             if rank > 0 and spec.topology == "native" and spec.engine == "vllm" and spec.watchdog.enabled]

@@ -4,16 +4,28 @@ The router is LiteLLM's proxy (`litellm[proxy]`, pinned exactly in the gateway i
 components/config/gateway.py names the version checked here). Why LiteLLM rather than another:
 it is the OpenAI-compatible router most widely run in front of vLLM and SGLang, kept up with
 frequent releases; it routes by model name from one YAML file, lists every routed name in
-`/v1/models`, passes streaming (SSE) through, enforces one master key (401 without it), and each
-route carries its own upstream key — all from a config file, no database. The alternatives
+`/v1/models`, passes streaming (SSE) through, enforces one key, and each route carries its own
+upstream key — all from a config file, no database. The alternatives
 checked were narrower: vLLM's own router serves one model's replicas, not several models; a
 plain nginx/Caddy in front cannot list the models nor route on the JSON body's `model` field
 without scripting; SGLang's router is for data-parallel replicas of one model.
+
+The key: without a database, LiteLLM answers its master key, and refuses a request without a key
+with 401, but answers any other key with HTTP 400 "No connected db." (it looks such a key up as a
+virtual key; user_api_key_auth.py), which OpenAI clients raise as a bad request, not as a wrong key.
+No setting changes that answer, so the check is LiteLLM's own extension point for it,
+`general_settings.custom_auth`: templates/gateway/bws_key_check.py, a dozen lines beside the
+config, accepts the stack's key (LiteLLM's master key as the config resolves it, compared in
+constant time) and refuses anything else with 401 and OpenAI's error body ({"error": {"message",
+"type", "param", "code"}}); `custom_auth_run_common_checks` keeps LiteLLM's own checks after it. No
+proxy of our own in front: the check lives in the process that already parses the request.
 
 What runs on the gateway's node, as ONE step (its own: the engines are not part of it):
 - /etc/blackwell-serving/gateway/litellm.yaml, root-only, mounted read-only into the container:
   the routes (templates/gateway/litellm.yaml.j2). It names keys as `os.environ/VAR` only, so
   it holds no secret;
+- /etc/blackwell-serving/gateway/bws_key_check.py beside it, root-only and mounted read-only the
+  same way: the key check the config names (no secret either: it reads the resolved master key);
 - /etc/blackwell-serving/gateway.env, root-only: the gateway's key (LITELLM_MASTER_KEY) and each
   route's upstream key. It travels on the step's stdin (a secret), is mounted read-only into the
   container and read into the proxy's environment at start (as the engines do,
@@ -44,13 +56,14 @@ import pulumi
 
 from . import types
 from .config.schema import DeploymentSpec, StackSpec
+from .containers import file_mount
 from .node import Node
 from .observe import EndpointAnswers, UnitRunning
 from .remote import run, started
-from .render import digest, render
+from .render import TEMPLATES, digest, render
 from .secrets import resolve
 from .steps import StepInfo
-from .unit import UNIT_DELIMITER, container_unit_text, env_file_text
+from .unit import UNIT_DELIMITER, container_unit_text, env_file_text, env_step, generation_of
 
 UNIT = "bws-gateway.service"
 CONTAINER = "bws-gateway"
@@ -58,6 +71,13 @@ CONFIG_DIR = "/etc/blackwell-serving/gateway"
 CONFIG_FILE = f"{CONFIG_DIR}/litellm.yaml"
 ENV_FILE = "/etc/blackwell-serving/gateway.env"
 CONFIG_IN_CONTAINER = "/etc/litellm/config.yaml"
+# The key check (LiteLLM's custom_auth): a module beside the config in the container, which is
+# where LiteLLM looks for `custom_auth: MODULE.FUNCTION` first.
+KEY_CHECK_MODULE = "bws_key_check"
+KEY_CHECK = f"{KEY_CHECK_MODULE}.check_key"
+KEY_CHECK_FILE = f"{CONFIG_DIR}/{KEY_CHECK_MODULE}.py"
+KEY_CHECK_IN_CONTAINER = f"/etc/litellm/{KEY_CHECK_MODULE}.py"
+KEY_CHECK_TEXT = (TEMPLATES / "gateway" / f"{KEY_CHECK_MODULE}.py").read_text()
 SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
 MASTER_KEY_VAR = "LITELLM_MASTER_KEY"
 CONFIG_DELIMITER = "BWS_GATEWAY_CONFIG_EOF"
@@ -115,7 +135,7 @@ def routes(spec: StackSpec) -> list[Route]:
 def litellm_config(spec: StackSpec) -> str:
     """The proxy's config file: no secret in it (keys are `os.environ/VAR` of the env file)."""
     text = render("gateway/litellm.yaml.j2", routes=routes(spec), master_key_var=MASTER_KEY_VAR,
-                  timeout_s=spec.gateway.request_timeout_s)
+                  key_check=KEY_CHECK, timeout_s=spec.gateway.request_timeout_s)
     if CONFIG_DELIMITER in text:
         raise ValueError(f"the gateway's config may not contain {CONFIG_DELIMITER}")
     return text
@@ -131,8 +151,9 @@ def gateway_unit_text(spec: StackSpec, image: str, config_digest: str) -> str:
     gw = spec.gateway
     env = dict(ENVIRONMENT)
     args = ["--network", "host", "--init",
-            "-v", f"{CONFIG_FILE}:{CONFIG_IN_CONTAINER}:ro",
-            "-v", f"{ENV_FILE}:{SECRETS_IN_CONTAINER}:ro",
+            *file_mount(CONFIG_FILE, CONFIG_IN_CONTAINER),
+            *file_mount(KEY_CHECK_FILE, KEY_CHECK_IN_CONTAINER),
+            *file_mount(ENV_FILE, SECRETS_IN_CONTAINER),
             # The config's content address: `docker inspect` says which routes the container runs.
             "--label", f"org.blackwell-serving.gateway-config={config_digest}"]
     for name in env:
@@ -177,23 +198,27 @@ class Gateway(pulumi.ComponentResource):
         super().__init__(types.GATEWAY, "gateway", None, opts)
         gw = spec.gateway
         self.config_text = litellm_config(spec)
-        self.config_digest = digest(self.config_text)
+        # The routes and the key check they name: a change of either rewrites both and restarts.
+        self.config_digest = digest(self.config_text, KEY_CHECK_TEXT)
         self.unit_text = gateway_unit_text(spec, image, self.config_digest)
         if UNIT_DELIMITER in self.unit_text:
             raise ValueError(f"the gateway's unit may not contain {UNIT_DELIMITER}")
-        keys = env_file_text(gateway_keys(spec))
-        values = dict(unit_name=UNIT, container=CONTAINER, env_file=ENV_FILE, config_dir=CONFIG_DIR)
-        # Its own step: the routes' digest and the image it runs are its triggers; the engines'
-        # steps do not depend on it, so a new config restarts the gateway alone.
+        values = dict(unit_name=UNIT, container=CONTAINER, config_dir=CONFIG_DIR)
+        step = StepInfo(node.name, "serve", do=f"Install and start the gateway ({UNIT}) on {node.name}, port {gw.port}",
+                        redo=f"Rewrite the gateway's routes and restart {UNIT} on {node.name} (engines untouched)",
+                        undo=f"Stop and remove the gateway ({UNIT}) from {node.name}")
+        # Its keys travel apart, as an engine's (components/unit.py): a step of their own, whose
+        # generation restarts the gateway; this step's inputs (its unit, its routes) stay plain.
+        self.env = env_step("gateway", node, UNIT, ENV_FILE, env_file_text(gateway_keys(spec)), step, self, depends_on)
+        # Its own step: the routes' digest, the image it runs and its keys' generation are its
+        # triggers; the engines' steps do not depend on it, so a new config restarts the gateway alone.
         self.install = run(
-            "gateway-install", node, parent=self, depends_on=depends_on,
-            step=StepInfo(node.name, "serve", do=f"Install and start the gateway ({UNIT}) on {node.name}, port {gw.port}",
-                          redo=f"Rewrite the gateway's routes and restart {UNIT} on {node.name} (engines untouched)",
-                          undo=f"Stop and remove the gateway ({UNIT}) from {node.name}"),
+            "gateway-install", node, parent=self, depends_on=[*depends_on, self.env], step=step,
             create=render("scripts/install-gateway.sh.j2", unit_text=self.unit_text, config_text=self.config_text,
-                          config_file=CONFIG_FILE, **values),
+                          config_file=CONFIG_FILE, key_check_text=KEY_CHECK_TEXT, key_check_file=KEY_CHECK_FILE,
+                          **values),
             delete=render("scripts/remove-gateway.sh.j2", **values),
-            stdin=keys, triggers=[image_id, self.config_digest], undo="previous", unit=UNIT,
+            triggers=[image_id, self.config_digest, generation_of(self.env)], undo="previous", unit=UNIT,
             expect=UnitRunning(node.name, UNIT, self.unit_text))
         address = "127.0.0.1" if str(gw.bind) == "0.0.0.0" else str(gw.bind)
         self.health = run(
@@ -202,7 +227,7 @@ class Gateway(pulumi.ComponentResource):
                           undo="Drop the gateway's health gate"),
             create=render("scripts/gateway-health.sh.j2", address=address, port=gw.port, unit=UNIT, env_file=ENV_FILE,
                           key_var=MASTER_KEY_VAR, timeout_s=gw.health.timeout_s, requests=health_requests(spec),
-                          gateway_digest=digest(self.unit_text, self.config_text)),
+                          gateway_digest=digest(self.unit_text, self.config_text, KEY_CHECK_TEXT)),
             triggers=[started(self.install)],
             expect=EndpointAnswers(node.name, f"http://{_url_host(address)}:{gw.port}/health/liveliness"))
         self.endpoint = f"http://{node.spec.host}:{gw.port}/v1"

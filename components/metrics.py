@@ -22,8 +22,9 @@ from pathlib import Path
 
 from .config.schema import StackSpec
 
-PROJECT_DIR = Path(__file__).resolve().parent.parent
-METRICS_DIR = PROJECT_DIR / ".state" / "metrics"
+# Under the Pulumi project that runs the program (the engine runs it in the project's folder),
+# whether this package is that project or a library it imports.
+METRICS_SUBDIR = Path(".state") / "metrics"
 
 
 def target_host(spec: StackSpec, deployment) -> str:
@@ -44,11 +45,11 @@ def file_sd(stack: str, spec: StackSpec) -> list[dict]:
             for d in spec.deployments]
 
 
-def file_sd_path(stack: str, directory: Path = METRICS_DIR) -> Path:
-    return directory / f"{stack}.json"
+def file_sd_path(stack: str, directory: Path | None = None) -> Path:
+    return (directory or Path.cwd() / METRICS_SUBDIR) / f"{stack}.json"
 
 
-def write_file_sd(stack: str, spec: StackSpec, directory: Path = METRICS_DIR) -> tuple[Path, bool]:
+def write_file_sd(stack: str, spec: StackSpec, directory: Path | None = None) -> tuple[Path, bool]:
     """(the path, whether it was written): nothing is written when the file already holds it."""
     path = file_sd_path(stack, directory)
     text = json.dumps(file_sd(stack, spec), indent=2, sort_keys=True) + "\n"

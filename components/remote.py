@@ -49,6 +49,7 @@ DRIFT_VAR = "LC_BLACKWELL_DRIFT"
 DIAL_ERROR_LIMIT = 3
 PER_DIAL_TIMEOUT_S = 10
 DELETE_TIMEOUT_S = 1800
+UPLOAD_TIMEOUT_S = 4 * 3600
 # After its timeout a step's script gets TERM, then KILL this much later.
 KILL_AFTER_S = 30
 # Per-step locks on the node (a tmpfs: gone at reboot, as are the runs they guard).
@@ -64,12 +65,13 @@ def connection(node: Node) -> command_remote.ConnectionArgs:
 
 
 def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, timeout_s: int,
-                 inputs: Sequence[str] = ()) -> str:
+                 inputs: Sequence[str] = (), doing: str = "", node: str = "") -> str:
     """The login shell's command: take the step's lock on the node (an earlier run of the same
     step still going there — an interrupted `up` — is waited for, never raced), then skip the
     scripts before `which` on stdin, read that one, skip the ones after it, and run it with bash
     under `timeout`; what is left on stdin is the script's own data. `head -c` reads exactly
-    that many bytes, never more."""
+    that many bytes, never more. doing, node: the step's sentence and node, which a failing
+    script prints in its failure block (templates/scripts/_failure.sh.j2)."""
     sizes = [len(s.encode()) for s in scripts]
     before, after = sum(sizes[:which]), sum(sizes[which + 1:])
     reader = ((f"head -c {before} >/dev/null && " if before else "") + f"s=$(head -c {sizes[which]}) && "
@@ -80,6 +82,10 @@ def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, t
     env = [f"BWS_STEP={shlex.quote(label)}", f"BWS_SCRIPT={digest(scripts[which], length=16)}"]
     if inputs:
         env.append(f"BWS_INPUTS={shlex.quote(' '.join(inputs))}")
+    if doing:
+        env.append(f"BWS_DOING={shlex.quote(doing)}")
+    if node:
+        env.append(f"BWS_NODE={shlex.quote(node)}")
     args = [f"{LOCK_DIR}/blackwell-serving-{slug(lock)}.lock", waiting, str(timeout_s), reader]
     return f"exec env {' '.join(env)} bash -c {shlex.quote(runner)} bws-step {' '.join(map(shlex.quote, args))}"
 
@@ -134,9 +140,11 @@ def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | Non
     label = f"{name} on {node.name}"
     inputs = pulumi.Output.all(*triggers).apply(lambda values: [str(v) for v in values])
     create_line = inputs.apply(lambda values: command_line(label=label, lock=label, scripts=scripts, which=0,
-                                                            timeout_s=timeout_s, inputs=values))
+                                                            timeout_s=timeout_s, inputs=values,
+                                                            doing=step.sentence("create"), node=node.name))
     delete_line = (command_line(label=f"{label} (delete)", lock=label, scripts=scripts, which=1,
-                                timeout_s=DELETE_TIMEOUT_S) if delete else None)
+                                timeout_s=DELETE_TIMEOUT_S, doing=step.sentence("delete"), node=node.name)
+                   if delete else None)
     stdin_text = pulumi.Output.all("".join(scripts), stdin if stdin is not None else "").apply("".join)
     command = command_remote.Command(
         name, connection=connection(node), create=create_line, delete=delete_line, stdin=stdin_text,
@@ -159,17 +167,23 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
     copy_dest, the installed copy, are copied on the node instead of sent). Runs again when the
     directory's content changed (its digest is the step's trigger: the upload has no undo, so
     the replacement is just the upload again). local_dir as the stack says it: relative to the
-    project, where the engine runs the program and its local commands."""
+    project, where the engine runs the program and its local commands. Its command line is a
+    remote step's (command_line): the script, then the key, on stdin; `create` and a failure's
+    message carry neither."""
     key = node.connection["private_key"]
-    script = render("scripts/upload-dir.sh.j2", label=f"{name} on {node.name}", local_dir=local_dir,
+    label = f"{name} on {node.name}"
+    script = render("scripts/upload-dir.sh.j2", label=label, local_dir=local_dir,
                     remote_dir=remote_dir, copy_dest=copy_dest, host=node.spec.host, port=node.spec.ssh.port,
                     user=node.spec.ssh.user, host_key=node.spec.ssh.host_key,
                     connect_timeout_s=node.spec.ssh.connect_timeout_s)
+    line = command_line(label=label, lock=label, scripts=[script], which=0, timeout_s=UPLOAD_TIMEOUT_S,
+                        doing=step.sentence("create"), node=node.name)
+    stdin = pulumi.Output.all(script, key if key is not None else "").apply("".join)
     command = command_local.Command(
-        name, create=script, interpreter=["/bin/bash", "-c"], stdin=key, triggers=[directory_digest(local_dir)],
+        name, create=line, interpreter=["/bin/bash", "-c"], stdin=stdin, triggers=[directory_digest(local_dir)],
         add_previous_output_in_env=False, logging=command_local.Logging.STDERR,
         opts=step_options(node, parent, depends_on, expect,
-                          hooks=_rollback_hooks(node, f"{name} on {node.name}", step, None, None)))
+                          hooks=_rollback_hooks(node, label, step, None, None)))
     node.record_step(command, step)
     return command
 

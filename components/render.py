@@ -14,7 +14,10 @@ from pathlib import Path
 
 import jinja2
 
-TEMPLATES = Path(__file__).resolve().parent.parent / "templates"
+# The project's templates/ beside this package (a checkout, or `pip install -e`), else the copy an
+# installed package carries as components/templates (pyproject.toml maps it there).
+_HERE = Path(__file__).resolve().parent
+TEMPLATES = next((d for d in (_HERE.parent / "templates", _HERE / "templates") if d.is_dir()), _HERE.parent / "templates")
 
 
 def shell_quote(value) -> str:
@@ -62,8 +65,41 @@ def environment() -> jinja2.Environment:
     return env
 
 
+@lru_cache(maxsize=1)
+def node_packages() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(package, its commands) of templates/node-packages.txt."""
+    out = []
+    for line in (TEMPLATES / "node-packages.txt").read_text().splitlines():
+        words = line.split("#", 1)[0].split()
+        if len(words) > 1:
+            out.append((words[0], tuple(words[1:])))
+    return tuple(out)
+
+
+# Where a step's failure block (templates/scripts/_failure.sh.j2) takes its table of packages.
+PACKAGES_MARK = "#@node-packages@"
+
+
+def fill_node_packages(text: str, packages=None) -> str:
+    """The failure block's table, with the Debian package of each command the script names (of
+    templates/node-packages.txt): what the block names as the fix when one is not found on the
+    node. Only those: a script says nothing of tools it does not use."""
+    if PACKAGES_MARK not in text:
+        return text
+    head, _, tail = text.partition(PACKAGES_MARK)
+    indent = head[head.rfind("\n") + 1:]
+    head = head[:len(head) - len(indent)]
+    body = head + tail
+    entries = []
+    for package, commands in packages if packages is not None else node_packages():
+        used = [c for c in commands if re.search(rf"(?<![\w.-]){re.escape(c)}(?![\w.-])", body)]
+        if used:
+            entries.append(f"{indent}{'|'.join(shlex.quote(c) for c in used)}) package={shlex.quote(package)} ;;")
+    return head + "\n".join(entries) + tail if entries else head + tail.removeprefix("\n")
+
+
 def render(template: str, **values) -> str:
-    return environment().get_template(template).render(**values)
+    return fill_node_packages(environment().get_template(template).render(**values))
 
 
 def digest(*parts: str, length: int = 12) -> str:

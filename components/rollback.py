@@ -6,7 +6,8 @@ hooks (they run in this program while the engine executes the steps):
 - a step that changes what serves (a retirement, one of our units) tells us, as it starts, how
   to undo it: a step being created is undone by its own delete script (the unit removed, the
   retired service started again), an update of one of our units by its previous create script
-  (the previous unit text, image and secret, restarted: the deployment that served before);
+  (the previous unit text and image, restarted: the deployment that served before; its secret
+  EnvironmentFile is another step's, never undone, so the node keeps what the state records);
 - the first step that fails, anywhere, runs those undos (removals newest first, then previous
   versions oldest first: undo_order), after reading the last lines of our units' journals, and
   logs what failed, those lines and what was put back; each undo is a live todo item. Steps not yet started then fail at once ("rollback under way").
@@ -28,6 +29,7 @@ from typing import Any, Callable, Literal, Mapping
 import pulumi
 from pulumi.resource_hooks import ErrorHook, ErrorHookArgs, ResourceHook, ResourceHookArgs, ResourceHookBinding
 
+from .failure import condense
 from .ssh import Connection, RemoteError, run_line
 
 # How a step is put back: "remove" runs its delete script (steps being created); "previous"
@@ -143,7 +145,7 @@ class Rollback:
             except (RemoteError, OSError) as err:
                 failed.append(f"{a.sentence}: {err}")
                 pulumi.log.info(progress_line("failed", a.node, a.sentence))
-        lines = [f"`up` failed at step {step}: {_first_lines(error, 12)}",
+        lines = [f"`up` failed at step {step}:", *("  " + line for line in condense(error)),
                  "The run was rolled back (rollback: auto): every service it stopped runs again, every unit it "
                  "started or changed is removed or back to its previous version; images and model caches are kept, "
                  "so the next try starts from them."]
@@ -192,7 +194,3 @@ async def _plain(value: Any) -> Any:
     """A hook's input value: secrets arrive as Outputs."""
     return await value.future() if isinstance(value, pulumi.Output) else value
 
-
-def _first_lines(text: str, n: int) -> str:
-    lines = text.strip().splitlines()
-    return "\n".join(lines[:n] + (["…"] if len(lines) > n else []))

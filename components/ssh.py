@@ -73,7 +73,15 @@ def key_agent(private_key: str | None, directory: str) -> Iterator[dict]:
                 raise RemoteError("ssh-agent did not start")
             time.sleep(0.01)
         text = private_key if private_key.endswith("\n") else private_key + "\n"
-        added = subprocess.run(["ssh-add", "-q", "-"], input=text.encode(), env=env, capture_output=True, timeout=10)
+        while True:
+            added = subprocess.run(["ssh-add", "-q", "-"], input=text.encode(), env=env, capture_output=True,
+                                   timeout=10)
+            # The agent creates its socket before it listens: on a busy machine ssh-add can come
+            # in between ("Error connecting to agent: Connection refused"); it is asked again.
+            if added.returncode == 0 or b"Error connecting to agent" not in added.stderr \
+                    or agent.poll() is not None or time.monotonic() > deadline:
+                break
+            time.sleep(0.05)
         if added.returncode != 0:
             raise RemoteError(f"the stack's SSH key was refused: {added.stderr.decode(errors='replace').strip()}")
         yield env

@@ -1,5 +1,6 @@
 """SystemdUnit: a unit we own, rendered, installed, enabled and started; restarted only when
-its content (or its secret environment) changed; removed on destroy."""
+its content, its image or its secret environment changed; removed on destroy. Its secret
+EnvironmentFile is a step of its own (`<name>-env`), so the install step's inputs are plain."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import pulumi
 from . import types
 from .node import Node
 from .observe import UnitRunning
-from .remote import run, started
+from .remote import run, started, tagged_line
 from .render import digest, render
 from .steps import StepInfo
 
@@ -24,7 +25,10 @@ class SystemdUnit(pulumi.ComponentResource):
     def __init__(self, name: str, node: Node, unit_name: str, unit_text: str, *,
                  env_file: str | None = None, env_text: pulumi.Input[str] | None = None,
                  must_stay_up: bool = True, step: StepInfo | None = None, depends_on: Sequence[pulumi.Resource] = (),
-                 triggers: Sequence[pulumi.Input] = (), opts: pulumi.ResourceOptions | None = None):
+                 triggers: Sequence[pulumi.Input] = (), container: str | None = None,
+                 opts: pulumi.ResourceOptions | None = None):
+        """container: the container the unit runs (container_unit_text), whose image the install
+        script compares with its triggers when it adopts a unit an earlier version installed."""
         super().__init__(types.SYSTEMD_UNIT, name, None, opts)
         if UNIT_DELIMITER in unit_text:
             raise ValueError(f"unit {unit_name}: its text may not contain {UNIT_DELIMITER}")
@@ -32,18 +36,51 @@ class SystemdUnit(pulumi.ComponentResource):
         self.unit_name = unit_name
         self.unit_text = unit_text
         self.digest = digest(unit_text)
-        values = dict(unit_name=unit_name, env_file=env_file if env_text is not None else None)
         step = step or StepInfo(node.name, "serve", do=f"Install and start {unit_name} on {node.name}",
-                                redo=f"Rewrite and restart {unit_name} on {node.name}",
+                                redo=f"Rewrite {unit_name} on {node.name} and restart it if what it runs changed",
                                 undo=f"Stop and remove {unit_name} from {node.name}")
-        self.command = run(f"{name}-install", node, parent=self, depends_on=depends_on, step=step,
-                           create=render("scripts/install-unit.sh.j2", unit_text=unit_text,
+        # The secrets travel apart (principle 7): the env step's stdin is a secret, so this step's
+        # inputs (the unit's text, its argv) stay plain and a preview shows their change. A new
+        # secret restarts the unit through the env step's `generation`, a random token drawn on
+        # the node whenever the file's content changes (templates/scripts/install-env.sh.j2):
+        # taken here as a trigger, it re-runs this step, whose script restarts the unit and prints
+        # a new `started`, which re-runs the gates after it. Chosen over the env step restarting
+        # the unit itself: one step restarts, once, also when the text and the secret change
+        # together, and the gates keep one trigger per unit. Not a hash of the secret: the state
+        # holds nothing derived from it.
+        self.env = (env_step(name, node, unit_name, env_file, env_text, step, self, depends_on)
+                    if env_text is not None and env_file else None)
+        generation = [generation_of(self.env)] if self.env is not None else []
+        values = dict(unit_name=unit_name, env_file=env_file if self.env is not None else None)
+        self.command = run(f"{name}-install", node, parent=self, step=step,
+                           depends_on=[*depends_on, *([self.env] if self.env is not None else [])],
+                           create=render("scripts/install-unit.sh.j2", unit_text=unit_text, container=container,
                                          must_stay_up=must_stay_up, **values),
                            delete=render("scripts/remove-unit.sh.j2", **values),
-                           stdin=env_text, triggers=triggers, undo="previous", unit=unit_name,
+                           triggers=[*triggers, *generation], undo="previous", unit=unit_name,
                            expect=UnitRunning(node.name, unit_name, unit_text))
         self.started = started(self.command)
         self.register_outputs({"unit": unit_name, "node": node.name, "digest": self.digest})
+
+
+def env_step(name: str, node: Node, unit_name: str, env_file: str, env_text: pulumi.Input[str],
+             unit_step: StepInfo, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource]):
+    """The step that writes a unit's root-only EnvironmentFile from its secret stdin. Never rolled
+    back (undo None): after a failed `up` the node keeps the file the state records, and the
+    unit's rollback restarts its previous text with it."""
+    info = StepInfo(node.name, unit_step.phase, do=f"Write the secret environment of {unit_name} on {node.name}",
+                    redo=f"Rewrite the secret environment of {unit_name} on {node.name} (then it restarts)",
+                    undo=f"Remove the secret environment of {unit_name} from {node.name}")
+    values = dict(unit_name=unit_name, env_file=env_file)
+    return run(f"{name}-env", node, parent=parent, step=info, depends_on=depends_on,
+               create=render("scripts/install-env.sh.j2", **values),
+               delete=render("scripts/remove-env.sh.j2", **values), stdin=env_text)
+
+
+def generation_of(env: "pulumi.Resource") -> pulumi.Output[str]:
+    """The env step's `generation=` token: not a secret (random, no function of the content),
+    although the step's stdin is one."""
+    return pulumi.Output.unsecret(tagged_line(env.stdout, "generation"))
 
 
 def env_file_text(values: dict[str, pulumi.Input[str]]) -> pulumi.Output[str]:

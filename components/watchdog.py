@@ -17,6 +17,10 @@ from .remote import run
 from .render import render
 from .steps import StepInfo
 
+# The watchdog's own state on the node (failures in a row, the start that answered, the stop it
+# told of): runtime only, gone with a reboot.
+RUN_DIR = "/run/blackwell-serving/watchdog"
+
 
 class Watchdog(pulumi.ComponentResource):
     def __init__(self, spec: DeploymentSpec, head: Node, *, engine_unit: str, restart_units: Sequence[str],
@@ -30,7 +34,7 @@ class Watchdog(pulumi.ComponentResource):
         names = dict(deployment=spec.name, timer=timer, service=service, interval_s=w.interval_s,
                      failures=w.failures, restart_units=list(restart_units))
         script = render("scripts/watchdog.sh.j2", engine_unit=engine_unit, timeout_s=w.timeout_s,
-                        grace_s=spec.health.timeout_s, **completion, **names)
+                        grace_s=spec.health.timeout_s, run_dir=RUN_DIR, **completion, **names)
         timer_text = render("units/watchdog.timer.j2", **names)
         units = [(service, render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
                                   timeout_s=w.timeout_s, **names)),

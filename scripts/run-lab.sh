@@ -47,11 +47,19 @@ export PULUMI_CONFIG_PASSPHRASE
 source scripts/env.sh
 pulumi stack select --create lab --non-interactive >/dev/null
 # A run of this script that was killed left the backend's lock: cleared when its process is gone.
+# What it left unfinished, this `up` runs again: one line says what, and it is taken out of the
+# state so that Pulumi does not advise a `pulumi refresh` that does not apply (a step's script
+# converges; components/todo/interrupted.py).
 python -m components.todo.interrupted --stack lab
 echo "== pulumi preview --stack lab (the todo list)"
 pulumi preview --stack lab --non-interactive --diff=false
 echo "== pulumi up --stack lab"
-pulumi up --stack lab --non-interactive --yes --skip-preview
+# A failed step shows one block (what failed, on which node, its exit status, its log's last
+# lines, the fix); the filter leaves out the quoted command lines around it (components/failure.py).
+if ! pulumi up --stack lab --non-interactive --yes --skip-preview 2>&1 | python -m components.failure --filter; then
+  echo "[main] pulumi up failed: the FAILED block above says what failed, where, and the fix; then run this again" >&2
+  exit 1
+fi
 echo "== endpoint and a sample completion"
 pulumi stack output --stack lab endpoints
 pulumi stack output --stack lab tiny_sample_completion

@@ -80,7 +80,8 @@ class GatewaySpec(Strict):
     request_timeout_s: int = Field(600, ge=5, le=14400, description="how long the gateway waits for an upstream's "
                                                                     "answer")
     health: HealthSpec = Field(HealthSpec(timeout_s=600), description="the gateway's health gate: every model listed, "
-                               "a request without the key refused, then a real request through it for each model")
+                               "a request without the key and one with a wrong key refused with 401, then a real "
+                               "request through it for each model")
 
 
 def gateway_problems(spec: "StackSpec") -> list[str]:

@@ -562,8 +562,9 @@ class StackSpec(Strict):
         from .crosscheck import cross_problems, node_fabric_problems
         from .plaintext import plaintext_problems
         from .references import reference_problems
+        from .sanity import sanity_problems
 
-        problems = reference_problems(self) + node_fabric_problems(self) + gateway_problems(self)
+        problems = reference_problems(self) + node_fabric_problems(self) + gateway_problems(self) + sanity_problems(self)
         # Cross-resource checks look names up: they run once the references hold.
         problems += (cross_problems(self) if not problems else []) + plaintext_problems(self)
         if problems:

@@ -159,7 +159,8 @@ def deployment_problems(spec) -> list[str]:
         img = images.get(d.image)
         if img is None or img.runtime != "venv":
             continue
-        if "docker" in d.model_fields_set:
+        # Options other than the defaults (a dumped spec carries the defaults: it loads again).
+        if d.docker != type(d.docker)():
             problems.append(f"deployments[{i}].docker: options of `docker run`, and image '{d.image}' is a venv "
                             f"(no container); fix: remove docker:")
         if d.topology == "ray":

@@ -80,8 +80,12 @@ def config_and_weight_bytes(spec: ModelSpec, offline: bool) -> tuple[tuple[dict,
     """((config, weight bytes), where they came from)."""
     if spec.source.kind == "local":
         directory = Path(spec.source.path).expanduser()
+        fix = (f"fix: models.{spec.name}.source.path names the model's directory on this machine (its "
+               f"config.json and weights), relative to the project")
+        if not directory.is_dir():
+            raise ModelConfigError(f"{directory}: no such directory on this machine; {fix}")
         if not (directory / "config.json").is_file():
-            raise ModelFactsUnavailable(f"{directory}/config.json not found")
+            raise ModelConfigError(f"{directory}: holds no config.json, so it is not a model directory; {fix}")
         config = read_local_config(directory / "config.json")
         try:
             weights = safetensors_dir_bytes(directory)

@@ -38,7 +38,7 @@ from ..remote import run
 from ..render import render
 from ..steps import StepInfo
 from .model_facts import GB
-from .stack_fit import UNIFIED_MEMORY
+from ..config.sanity import UNIFIED_MEMORY_KINDS
 
 # What nvidia-smi calls each kind (a substring of its name column).
 GPU_NAMES = {"gb10": "GB10", "rtx-pro-6000": "RTX PRO 6000"}
@@ -90,7 +90,7 @@ def node_claims(spec: StackSpec) -> dict[str, list[Claim]]:
                 math.ceil(d.memory_fraction * gpu.memory_gb * GB * gpu.count), f"deployments[{i}].memory_fraction"))
         if d.topology == "ray":
             for n in d.nodes:
-                if spec.node(n).gpu.kind in UNIFIED_MEMORY:
+                if spec.node(n).gpu.kind in UNIFIED_MEMORY_KINDS:
                     claims.setdefault(n, []).append(Claim(
                         d.name, f"{d.name}: Ray object store {spec.ray.object_store_gb:g} GB",
                         math.ceil(spec.ray.object_store_gb * GB), "ray.object_store_gb"))
@@ -103,7 +103,7 @@ def script_values(spec: StackSpec, node: str) -> dict:
     gpu = spec.node(node).gpu
     claims = node_claims(spec)[node]
     return dict(node_name=node, node_key=f"nodes[{index}]", kind=gpu.kind, count=gpu.count,
-                gpu_name=GPU_NAMES.get(gpu.kind, ""), unified=gpu.kind in UNIFIED_MEMORY,
+                gpu_name=GPU_NAMES.get(gpu.kind, ""), unified=gpu.kind in UNIFIED_MEMORY_KINDS,
                 claims=[dict(what=c.what, bytes=c.bytes, key=c.key) for c in claims],
                 need=sum(c.bytes for c in claims), keys=list(dict.fromkeys(c.key for c in claims)),
                 retired=[r.unit for r in spec.retire if r.node == node], cuda=cuda_need(spec, node))

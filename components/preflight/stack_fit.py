@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from ..config.schema import DeploymentSpec, StackSpec
 from .fit import FitReport, Layout, NodeSpec, check_fit
 from .model_facts import GB, model_facts_from_config
+from ..config.sanity import UNIFIED_MEMORY_KINDS
 from .model_source import ModelConfigError, ModelFactsUnavailable, config_and_weight_bytes
 
 
@@ -56,8 +57,6 @@ def stack_fit(spec: StackSpec, offline: bool) -> list[DeploymentFit]:
     return [deployment_fit(spec, d, offline) for d in spec.deployments]
 
 
-# Node kinds whose accelerator memory is the node's memory: a Ray object store there takes from it.
-UNIFIED_MEMORY = ("gb10", "cpu")
 
 
 @dataclass(frozen=True)
@@ -81,7 +80,7 @@ def node_shares(spec: StackSpec, fits: list[DeploymentFit]) -> dict[str, list[No
                     sum(g.needed_bytes for g in gpus)))
         if d.topology == "ray":
             for n in d.nodes:
-                if spec.node(n).gpu.kind in UNIFIED_MEMORY:
+                if spec.node(n).gpu.kind in UNIFIED_MEMORY_KINDS:
                     shares.setdefault(n, []).append(NodeShare(
                         i, d.name, "its Ray object store, ray.object_store_gb", int(spec.ray.object_store_gb * GB)))
     return shares

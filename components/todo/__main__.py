@@ -16,8 +16,9 @@ from pathlib import Path
 from components.config import ConfigError, load_stack_file
 from components.config.load import PROJECT
 
+from .. import failure
 from . import engine
-from .interrupted import clear_stale_locks, pending_operations
+from .interrupted import clear_stale_locks, lock_files, pending_operations, resume_interrupted
 from .live import LiveTodo
 from .status import benchmark_lines, stack_outputs, status
 from .plan import build_items, declared_steps, state_records, step_metadata, urn_name
@@ -53,7 +54,10 @@ def load_spec(work_dir: Path, stack: str):
 
 class ErrorCollector:
     """Keeps the engine's error diagnostics, which say why a preview or an up failed better than
-    the CLI's exit text does."""
+    the CLI's exit text does: a failed step's error as its block (components/failure.py), or its
+    first line (no quoted command line) and the last lines of its output; any other error whole
+    (a rollback's report, which quotes the failed step's block: that block is then shown there
+    alone)."""
 
     def __init__(self):
         self.errors: list[str] = []
@@ -62,14 +66,21 @@ class ErrorCollector:
         diag = event.get("diagnosticEvent") or {}
         if diag.get("severity") == "error":
             who = urn_name(diag["urn"]) if diag.get("urn") else ""
-            for line in str(diag.get("message", "")).strip().splitlines():
-                text = f"  {who}: {line.strip()}" if who else f"  {line.strip()}"
-                if line.strip() and text not in self.errors:
-                    self.errors.append(text)
+            message = str(diag.get("message", ""))
+            found = failure.blocks(message) if failure.step_error(message) else []
+            entries = found or [f"  {who}: {line.strip()}" if who else f"  {line.rstrip()}"
+                                for line in failure.condense(message)]
+            for entry in entries:
+                if entry not in self.errors:
+                    self.errors.append(entry)
 
     def explain(self, err: Exception) -> str:
-        if self.errors:
-            return "\n".join(self.errors)
+        # The engine's closing "update failed" says nothing the steps' errors did not.
+        errors = [e for e in self.errors if e.split(": ", 1)[-1].strip() != "update failed"] or self.errors
+        lines = [e for e in errors if "\n" not in e]
+        errors = [e for e in errors if "\n" not in e or not any(e.split("\n", 1)[0] in ln for ln in lines)]
+        if errors:
+            return "\n".join(("\n" + e + "\n") if e.startswith(failure.MARKER) else e for e in errors).strip("\n")
         lines = [ln.strip() for ln in str(err).splitlines() if ln.strip()]
         picked = [ln for ln in lines if "error" in ln.lower()]
         return "\n".join("  " + ln for ln in (picked or lines)[-10:])
@@ -125,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
             (args.record / "plan.json").write_text(json.dumps(engine.slim_plan(plan), indent=1) + "\n")
         steps = declared_steps(events, state_records(previous))
         interrupted = pending_operations(previous)
-        if interrupted:
+        if interrupted and not args.up:   # with --up, the line of resume_interrupted() below
             print("note: the last run was interrupted during these steps; `up` runs them again:\n  "
                   + "\n  ".join(interrupted), file=sys.stderr)
         if args.record:
@@ -144,6 +155,11 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     sys.stdout.write(render(items, "text", args.stack))
     print(flush=True)
+    # What a killed run left unfinished: resumed by this `up`, said in one line, and out of the
+    # state so that the engine does not advise a `pulumi refresh` that does not apply.
+    if not lock_files(os.environ.get("PULUMI_BACKEND_URL", ""), PROJECT, args.stack):
+        for message in resume_interrupted(args.stack, args.work_dir):
+            print(f"note: {message}", file=sys.stderr, flush=True)
     live = LiveTodo(items, steps=steps, verbose=args.verbose)
 
     errors = ErrorCollector()

@@ -15,6 +15,7 @@ import time
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
+from .. import failure
 from ..rollback import parse_progress
 from ..steps import StepInfo
 from .plan import Item, item_for, merge_steps, is_work, urn_name
@@ -105,8 +106,17 @@ class LiveTodo:
             return self._rollback(*undo)
         item = self.by_urn.get(diag.get("urn") or "")
         prefix = f"{self.stamp()}      {self.number[item.id]:>2}. " if item else f"{self.stamp()}      "
+        message = str(diag.get("message", ""))
+        if severity == "error" and message.strip() == "update failed":
+            return []  # the engine's closing word: the summary says it
+        if severity == "error":
+            # A failed step: its status here, its whole block in the summary (failure.py).
+            status = failure.status_line(_ANSI.sub("", message))
+            if status is not None:
+                return [f"{prefix}error: {status}; what failed and the fix: at the end"]
+            message = "\n".join(failure.condense(_ANSI.sub("", message)))
         out: list[str] = []
-        for line in _clean(str(diag.get("message", ""))):
+        for line in _clean(message):
             if severity in ("warning", "error"):
                 out.append(f"{prefix}{severity}: {line}")
             elif item is not None or (self.verbose and severity != "debug"):
@@ -149,6 +159,8 @@ class LiveTodo:
         for it in self.items:
             if it.status == "failed":
                 lines.append(f"  failed: {self.number[it.id]}. {it.content}" + (f" [{it.node}]" if it.node else ""))
-        if error:
+        if error and failure.MARKER in error:
+            lines += ["", *("  " + ln if ln.strip() else "" for ln in error.splitlines())]
+        elif error:
             lines.append(f"  engine: {error}")
         return "\n".join(lines)

@@ -18,6 +18,7 @@ the item's id: the same stack gives the same list every time.
 from __future__ import annotations
 
 import heapq
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
@@ -25,6 +26,7 @@ from components.config.schema import StackSpec
 from components.remote import drift_reason
 from components.steps import STEPS_OUTPUT, StepInfo, index
 
+from . import unit_diff
 from .describe import PHASES, describe
 
 STATUSES = ("pending", "in_progress", "completed", "failed")
@@ -87,6 +89,7 @@ class Step:
     custom: bool | None
     inputs: dict
     diffs: list[str]
+    old_inputs: dict = field(default_factory=dict)
 
     @property
     def op(self) -> str:
@@ -113,12 +116,15 @@ def merge_steps(metadata: Iterable[Mapping]) -> list[Step]:
         if s is None:
             s = steps[urn] = Step(urn=urn, type=md.get("type") or state.get("type", ""), ops=[],
                                   parent=state.get("parent") or None, custom=state.get("custom"),
-                                  inputs=dict(state.get("inputs") or {}), diffs=[])
+                                  inputs=dict(state.get("inputs") or {}), diffs=[],
+                                  old_inputs=dict(old.get("inputs") or {}))
         op = md.get("op", "same")
         if op not in s.ops:
             s.ops.append(op)
         if new and not s.inputs:
             s.inputs = dict(new.get("inputs") or {})
+        if old and not s.old_inputs:
+            s.old_inputs = dict(old.get("inputs") or {})
         s.parent = s.parent or state.get("parent") or None
         if s.custom is None:
             s.custom = state.get("custom")
@@ -135,21 +141,54 @@ def merge_steps(metadata: Iterable[Mapping]) -> list[Step]:
 _CHANGED = {"create": "script", "stdin": "script", "delete": "undo script", "connection": "connection"}
 # How the engine shows, during a preview, a value not known before another step runs.
 UNKNOWN = "04da6b54-80e4-46f7-96ec-b56ff0331ba9"
+# How a secret value shows: masked in engine events, its signature in a plan file.
+SECRET_SIG = "4dabf18193072939515e22adb298388d"
+# A command line's parts that follow its scripts' text (their digest, their offsets on stdin).
+_SCRIPT_REFS = re.compile(r"BWS_SCRIPT=\w+|head -c \d+")
+
+
+def is_secret(value: object) -> bool:
+    return value == "[secret]" or (isinstance(value, Mapping) and SECRET_SIG in value)
+
+
+def unit_changes(step: Step) -> tuple[list[str], set[str]]:
+    """What changed in the unit an install step writes (components/todo/unit_diff.py), and the
+    diffs that change accounts for: stdin when the rest of the script is the same, a command line
+    that differs only in its scripts' digest and offsets."""
+    if "stdin" not in step.diffs:
+        return [], set()
+    old, new = step.old_inputs.get("stdin"), step.inputs.get("stdin")
+    found = unit_diff.changes(old, new)
+    if not found:
+        return [], set()
+    explained = {"stdin"} if unit_diff.script_around(old) == unit_diff.script_around(new) else set()
+    for key in ("create", "delete"):
+        was, now = step.old_inputs.get(key), step.inputs.get(key)
+        if isinstance(was, str) and isinstance(now, str) and now != UNKNOWN \
+                and _SCRIPT_REFS.sub("", was) == _SCRIPT_REFS.sub("", now):
+            explained.add(key)
+    return found, explained
 
 
 def reason_of(step: Step) -> str:
-    """create | delete | "update: script changed" | "update: takes an earlier step's output" (its
-    command line names a trigger another pending step gives, e.g. a gate after the start of the
-    unit it checks) | what the program observed on the node ("drift: observed inactive",
-    "unreachable: …"), or both."""
+    """create | delete | "update: script changed" | what changed in the unit an install step
+    writes ("update: --max-model-len 32768 → 65536, env VLLM_X: a → b") | "update: secret or
+    script changed" (a step whose stdin is a secret: its value is never shown) | "update: takes
+    an earlier step's output" (its command line names a trigger another pending step gives, e.g.
+    a gate after the start of the unit it checks) | what the program observed on the node
+    ("drift: observed inactive", "unreachable: …"), or both."""
     op = step.op
     observed = (drift_reason(step.inputs.get("environment"))
                 if op != "delete" and "environment" in step.diffs else "")
     fed = "create" in step.diffs and step.inputs.get("create") == UNKNOWN
-    changed = list(dict.fromkeys(_CHANGED.get(d, d) for d in step.diffs
-                                 if d != "environment" and not (fed and d == "create")))
+    in_unit, explained = unit_changes(step)
+    secret = is_secret(step.inputs.get("stdin"))
+    words = dict(_CHANGED, **({"stdin": "secret or script", "create": "secret or script"} if secret else {}))
+    changed = list(dict.fromkeys(words.get(d, d) for d in step.diffs
+                                 if d != "environment" and d not in explained and not (fed and d == "create")))
     if op in ("update", "replace"):
-        why = [*([f"{', '.join(changed)} changed"] if changed else []),
+        why = [*([unit_diff.summary(in_unit)] if in_unit else []),
+               *([f"{', '.join(changed)} changed"] if changed else []),
                *(["takes an earlier step's output"] if fed else [])]
         return "; ".join(p for p in (f"{op}: {', '.join(why)}" if why else "", observed) if p) or op
     return op

@@ -74,3 +74,24 @@ def preview_json(project: Path, stack: str, env: dict | None = None) -> dict:
     run = pulumi(project, "preview", "--stack", stack, "--json", env=env)
     assert run.returncode == 0, f"preview failed:\n{run.stdout[-4000:]}\n{run.stderr[-4000:]}"
     return json.loads(run.stdout)
+
+
+# What a failed run's output never shows: a Python traceback, the program's RPCs failing after
+# the engine stopped it, a step's script (components/failure.py).
+NOT_IN_A_FAILURE = ("Traceback", "KeyboardInterrupt", "Resource monitor", "#!/usr/bin/env bash")
+
+
+def one_failure_block(output: str, sentence: str, *parts: str, noise: tuple[str, ...] = ()) -> str:
+    """The one failure block of a run's whole output (components/failure.py), which names the
+    step by `sentence` and holds every part; nothing of NOT_IN_A_FAILURE or `noise` anywhere."""
+    from components import failure
+
+    found = failure.blocks(output)
+    assert len(found) == 1 and output.count(f"{failure.MARKER}{sentence}") == 1, output[-6000:]
+    block = found[0]
+    assert block.startswith(f"{failure.MARKER}{sentence}\n"), block
+    for part in parts:
+        assert part in block, f"{part!r} not in:\n{block}"
+    for word in (*NOT_IN_A_FAILURE, *noise):
+        assert word not in output, f"{word!r} in:\n{output[-6000:]}"
+    return block

@@ -38,8 +38,10 @@ def test_spark_duo_preview_lists_the_deployment(project):
     assert "docker pull hellohal2064/vllm-qwen3.5-gb10:latest" in script_of("vllm-qwen35-build")
     # Steps that carry a secret on stdin (the HF token, the API key's EnvironmentFile) show it
     # only as a secret, scripts included; their content is pinned by the unit and render tests.
-    for secret_carrier in ("qwen35-122b-fetch", "qwen35-spark-1a32-install"):
+    for secret_carrier in ("qwen35-122b-fetch", "qwen35-spark-1a32-env"):
         assert steps[secret_carrier]["newState"]["inputs"]["stdin"] == "[secret]"
+    # The engine's unit travels apart from its key: its text is plain in the preview.
+    assert '"--max-model-len" \\\n  "131072"' in script_of("qwen35-spark-1a32-install")
     assert "docker save" in script_of("vllm-qwen35-sync-spark-5be3")
     assert "192.168.200.13" in script_of("vllm-qwen35-sync-spark-5be3")
     assert "rsync" in script_of("qwen35-122b-to-spark-5be3")
@@ -91,7 +93,8 @@ def test_the_engine_gives_the_pinned_urns(project, stack):
 def test_rtxpro_quad_preview_lists_the_deployment(project, stack):
     steps = creates(preview_json(project, stack, OFFLINE))
     assert "systemctl disable --now sglang-kimi.service" in script(steps["llm-server-sglang-kimi-retire"])
-    assert steps["qwen35-397b-llm-server-install"]["newState"]["inputs"]["stdin"] == "[secret]"
+    assert steps["qwen35-397b-llm-server-env"]["newState"]["inputs"]["stdin"] == "[secret]"
+    assert "\"--context-length\"" in script(steps["qwen35-397b-llm-server-install"])
     assert steps["qwen35-397b-fetch"]["newState"]["inputs"]["stdin"] == "[secret]"
     if stack == "rtxpro-quad":
         # Seed 003: SGLang main built from source into a venv, no image; the commit is the

@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,16 @@ def sh(node: lab.Node, command: str, check: bool = True) -> str:
 def pulumi(*args: str, timeout: int = 2400, stack: str = STACK, cwd=REPO) -> subprocess.CompletedProcess:
     return subprocess.run(["pulumi", *args, "--stack", stack, "--non-interactive"], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, env=lab.pulumi_env())
+
+
+def converge_lab_stack() -> None:
+    """The operator's `lab` stack selected (created when new) and converged: a no-op `up` when it
+    already is."""
+    select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
+                            cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
+    assert select.returncode == 0, select.stderr
+    up = pulumi("up", "--yes", "--skip-preview")
+    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
 
 
 def project_with_a_module_moved(tmp_path):
@@ -74,6 +85,16 @@ def completion(served: str = "tiny-llama", port: int = 8000) -> dict:
                               f"-H 'Content-Type: application/json' "
                               f"--data-binary '{body}' http://127.0.0.1:{port}/v1/chat/completions")
     return json.loads(out)
+
+
+def wait_until(check, timeout_s: float, what: str) -> float:
+    """Seconds until check() held; fails after timeout_s."""
+    start = time.monotonic()
+    while not check():
+        if time.monotonic() - start > timeout_s:
+            raise AssertionError(f"{what}: not within {timeout_s} s")
+        time.sleep(2)
+    return time.monotonic() - start
 
 
 def unit_prop(node, unit, prop) -> str:

@@ -123,7 +123,11 @@ def test_the_readme_main_job_converges_from_the_bare_machine(operator):
     seed = "mkdir -p /var/cache/blackwell-serving/go && cp -a /host-go/build /var/cache/blackwell-serving/go/build"
     done = in_operator(f"{seed} && BLACKWELL_LAB_STARTED=1 bash scripts/run-lab.sh", timeout=3000)
     out = done.stdout + done.stderr
-    assert done.returncode == 0, out[-6000:]
+    # The whole output stays beside the lab's keys (git-ignored) for whoever reads a failure.
+    (lab.STATE_DIR / "bare-operator.log").write_text(out)
+    errors = [line for line in out.splitlines() if "error" in line.lower()][:40]
+    assert done.returncode == 0, "\n".join(errors) + "\n...\n" + out[-3000:] + \
+        f"\n(whole output: {lab.STATE_DIR / 'bare-operator.log'})"
     assert "[setup] installing Debian packages:" in out and "rsync" in out
     assert "command not found" not in out and "Traceback" not in out
     # the upload from the operator's machine ran (its state is its own: every step ran)

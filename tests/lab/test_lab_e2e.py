@@ -7,14 +7,13 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
 from tests.lab import topology as lab
 from tests.lab.helpers import (api_key, changes, container_ids, project_with_a_module_moved, pulumi, require_lab, sh,
-                               unit_prop)
+                               unit_prop, wait_until)
 
 pytestmark = pytest.mark.lab
 
@@ -293,16 +292,6 @@ def engine_answers() -> bool:
         "--data '{\"model\": \"tiny-llama\", \"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}' "
         "http://127.0.0.1:8000/v1/chat/completions"), capture_output=True, text=True, timeout=60)
     return run.returncode == 0 and '"choices"' in run.stdout
-
-
-def wait_until(check, timeout_s: float, what: str) -> float:
-    """Seconds until check() held; fails after timeout_s."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout_s:
-            raise AssertionError(f"{what}: not within {timeout_s} s")
-        time.sleep(2)
-    return time.monotonic() - start
 
 
 # The lab engine's start (CPU vLLM, the tiny model) takes about a minute; bounds leave room for a

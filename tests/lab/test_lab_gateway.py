@@ -1,8 +1,10 @@
 """The gateway on the converged lab, on the real engine (components/gateway.py): one endpoint,
 lab-1:4000, in front of two real vLLM engines (tiny-llama on lab-1, tiny-llama-b on lab-2).
 Real requests from this machine to the gateway: both models answer through it, `/v1/models`
-lists both, a request without the key or with a wrong one is refused, a streamed completion
-arrives as server-sent events; then a change of the gateway's config (stacks/Pulumi.lab.yaml,
+lists both, a request without the key or with a wrong one is refused with 401 and OpenAI's error
+body, a streamed completion arrives as server-sent events; the real OpenAI client (the `openai`
+package, pinned in pyproject.toml's test extra) takes a wrong or missing key for an
+AuthenticationError and lists, completes and streams with the right one; then a change of the gateway's config (stacks/Pulumi.lab.yaml,
 put back afterwards) is an update of the gateway's steps alone, restarts the gateway and leaves
 every engine's process as it was. Needs `tests/lab/lab up`; runs the operator's `lab` stack
 (.state/backend) and converges it first (a no-op when it already is)."""
@@ -11,20 +13,17 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
 import urllib.error
 import urllib.request
 
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import LAB_CONFIG, changes, pulumi, require_lab, sh, unit_prop
+from tests.lab.helpers import LAB_CONFIG, changes, converge_lab_stack, pulumi, require_lab, sh, unit_prop
 
 pytestmark = pytest.mark.lab
 
-REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
-STACK = "lab"
 PORT = 4000
 MODELS = ["tiny-llama", "tiny-llama-b"]
 ENGINES = {NODE1: ["bws-tiny.service"],
@@ -40,11 +39,7 @@ def gateway_key():
         if not path.exists():
             path.write_text(os.urandom(18).hex() + "\n")
             path.chmod(0o600)
-    select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
-                            cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
-    assert select.returncode == 0, select.stderr
-    up = pulumi("up", "--yes", "--skip-preview")
-    assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+    converge_lab_stack()
     return (lab.STATE_DIR / "gateway-key").read_text().strip()
 
 
@@ -83,13 +78,12 @@ def test_each_model_answers_through_the_one_endpoint(gateway_key, model):
 
 
 def refused(err: urllib.error.HTTPError, key: str | None) -> bool:
-    """No key: 401. A wrong key: LiteLLM without a database answers 400 "No connected db." (it
-    looks any key but the master key up in a database it does not have); still a refusal, and
-    one that names the reason."""
-    text = err.read().decode(errors="replace")
-    if err.code in (401, 403):
-        return True
-    return key is not None and err.code == 400 and "No connected db" in text
+    """401 with OpenAI's error body, for no key and for a wrong one alike (the gateway's key check,
+    templates/gateway/bws_key_check.py: LiteLLM alone answers a wrong key 400 "No connected db.")."""
+    body = json.loads(err.read().decode(errors="replace"))
+    error = body.get("error") or {}
+    return err.code == 401 and {"message", "type", "code"} <= set(error) and bool(error["message"]) \
+        and (key is None or key not in json.dumps(body))
 
 
 @pytest.mark.parametrize("key", [None, "wrong-key", "sk-1234"])
@@ -164,3 +158,58 @@ def test_a_gateway_config_change_restarts_the_gateway_alone(gateway_key):
     assert {(n.name, u): unit_prop(n, u, "MainPID") for n, units in ENGINES.items() for u in units} == engine_pids
     preview = pulumi("preview", "--json")
     assert changes(json.loads(preview.stdout)) == []
+
+
+# --------------------------------------------------------------------------------------------
+# The real OpenAI client, as the gateway's users run it.
+
+
+@pytest.fixture(scope="module")
+def openai_module():
+    try:
+        import openai
+    except ImportError:
+        pytest.fail("the `openai` package is not installed; fix: bash scripts/setup-python.sh (pyproject.toml's "
+                    "test extra pins it)")
+    return openai
+
+
+def client(openai_module, key: str):
+    return openai_module.OpenAI(base_url=f"http://{NODE1.mgmt_ip}:{PORT}/v1", api_key=key, max_retries=0,
+                                timeout=120)
+
+
+@pytest.mark.parametrize("call_it", ["models", "chat"])
+def test_the_openai_client_takes_a_wrong_key_for_an_authentication_error(gateway_key, openai_module, call_it):
+    wrong = client(openai_module, "sk-not-the-gateways-key")
+    with pytest.raises(openai_module.AuthenticationError) as err:
+        if call_it == "models":
+            wrong.models.list()
+        else:
+            wrong.chat.completions.create(model=MODELS[0], max_tokens=4,
+                                          messages=[{"role": "user", "content": "Say hello."}])
+    assert err.value.status_code == 401
+    assert err.value.body["message"] and gateway_key not in str(err.value.body)
+
+
+def test_the_openai_client_takes_a_missing_key_for_an_authentication_error(gateway_key, openai_module):
+    """No Authorization header at all (the client omits it when told to; with no key it would
+    refuse to send the request)."""
+    anyone = client(openai_module, "unused")
+    with pytest.raises(openai_module.AuthenticationError) as err:
+        anyone.models.list(extra_headers={"Authorization": openai_module.Omit()})
+    assert err.value.status_code == 401 and err.value.body["message"]
+
+
+def test_the_openai_client_lists_completes_and_streams_with_the_key(gateway_key, openai_module):
+    c = client(openai_module, gateway_key)
+    assert sorted(m.id for m in c.models.list()) == sorted(MODELS)
+    for model in MODELS:
+        reply = c.chat.completions.create(model=model, max_tokens=8, temperature=0,
+                                          messages=[{"role": "user", "content": "Say hello."}])
+        assert reply.choices[0].message.content, reply
+    stream = c.chat.completions.create(model=MODELS[1], max_tokens=12, temperature=0, stream=True,
+                                       messages=[{"role": "user", "content": "Say hello."}])
+    chunks = list(stream)
+    assert len(chunks) >= 2
+    assert "".join((ch.choices[0].delta.content or "") for ch in chunks if ch.choices).strip()

@@ -104,8 +104,9 @@ NOT_SHELL_WORDS = {"dockerfile", "unit_text", "request_json", "engine_digest", "
                    "expected | int", "timeout_s | int", "expected | string | q",
                    # the watchdog: its script is a quoted here-document, its figures Python integers
                    "script_text", "interval_s | int", "failures | int", "grace_s | int",
-                   # the gateway's scripts: its config and request bodies are quoted here-documents
-                   "config_text", "r.body", "gateway_digest", "requests | length | int"}
+                   # the gateway's scripts: its config, key check and request bodies are quoted
+                   # here-documents
+                   "config_text", "key_check_text", "r.body", "gateway_digest", "requests | length | int"}
 
 
 def test_script_templates_quote_every_interpolated_value():

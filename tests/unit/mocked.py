@@ -91,12 +91,12 @@ def plain(value):
 
 
 def script_of(r: Registered, which: str = "create") -> str | None:
-    """The script a remote step runs for `which` (create or delete): its command line reads it
-    from stdin (components/remote.command_line); a local step's create is the script itself."""
+    """The script a step runs for `which` (create or delete): its command line reads it from
+    stdin (components/remote.command_line), on a node or on the operator's machine."""
     from components.remote import read_script
 
     line = plain(r.inputs.get(which))
-    if r.type == LOCAL_COMMAND or not line:
+    if not line:
         return line
     return read_script(line, plain(r.inputs["stdin"]))
 

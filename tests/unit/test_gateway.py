@@ -11,8 +11,8 @@ import pytest
 import yaml
 
 from components.config.gateway import LITELLM_VERSION
-from components.gateway import (CONFIG_FILE, ENV_FILE, MASTER_KEY_VAR, gateway_argv, key_var, litellm_config,
-                                routes)
+from components.gateway import (CONFIG_FILE, ENV_FILE, KEY_CHECK_FILE, KEY_CHECK_TEXT, MASTER_KEY_VAR, gateway_argv,
+                                key_var, litellm_config, routes)
 from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, load_engine_path, shipped_doc
 from tests.unit.mocked import SENTINEL, script_of, snapshot, stdin_data
 from tests.unit.test_graph import closure, dep_names, snap
@@ -41,7 +41,9 @@ def test_config_routes_every_deployment_to_its_head_with_its_own_key():
         "api_key": "os.environ/BWS_DEPLOYMENT_KEY_TINY", "timeout": 600, "stream_timeout": 600}
     assert by_name["tiny-llama-b"]["litellm_params"]["api_base"] == "http://198.19.0.12:8002/v1"
     assert by_name["tiny-llama-b"]["litellm_params"]["api_key"] == "os.environ/BWS_DEPLOYMENT_KEY_TINY_B"
-    assert config["general_settings"] == {"master_key": f"os.environ/{MASTER_KEY_VAR}"}
+    assert config["general_settings"] == {"master_key": f"os.environ/{MASTER_KEY_VAR}",
+                                          "custom_auth": "bws_key_check.check_key",
+                                          "custom_auth_run_common_checks": True}
 
 
 def test_config_routes_every_upstream_model_and_a_keyless_deployment(monkeypatch):
@@ -74,19 +76,27 @@ def test_a_deployment_bound_to_an_address_is_reached_there():
 def test_keys_travel_on_stdin_only(monkeypatch):
     s = snap("lab")
     install = s.by_name("gateway-install")
-    data = stdin_data(install)
+    # The keys are the stdin of the gateway's env step alone: the install step's stays plain.
+    data = stdin_data(s.by_name("gateway-env"))
     assert data == f"BWS_DEPLOYMENT_KEY_TINY={SENTINEL}\nBWS_DEPLOYMENT_KEY_TINY_B={SENTINEL}\n" \
                    f"{MASTER_KEY_VAR}={SENTINEL}\n"
+    assert stdin_data(install) == "" and "4dabf18193072939515e22adb298388d" not in str(install.inputs["stdin"])
+    assert 'env_path=/etc/blackwell-serving/gateway.env' in script_of(s.by_name("gateway-env"))
     script = script_of(install)
     assert SENTINEL not in script and SENTINEL not in str(install.inputs["create"])
     assert SENTINEL not in " ".join(gateway_argv(s.spec))
     # The unit mounts the config and the env file read-only; no -e NAME=value, no key.
     unit = script.split("<<'BWS_UNIT_EOF'\n", 1)[1]
-    assert f'"{CONFIG_FILE}:/etc/litellm/config.yaml:ro"' in unit
-    assert f'"{ENV_FILE}:/run/secrets/blackwell-serving.env:ro"' in unit
+    # files bound with --mount: a missing one stops the start instead of becoming a directory
+    assert f'"type=bind,source={CONFIG_FILE},target=/etc/litellm/config.yaml,readonly"' in unit
+    assert f'"type=bind,source={ENV_FILE},target=/run/secrets/blackwell-serving.env,readonly"' in unit
+    # The key check beside the config, where LiteLLM looks for the custom_auth module.
+    assert f'"type=bind,source={KEY_CHECK_FILE},target=/etc/litellm/bws_key_check.py,readonly"' in unit
     assert "KEY=" not in unit and SENTINEL not in unit
     # The env file and the config are written root-only.
     assert "umask 077" in script and 'chmod 0600 "$config_path.tmp"' in script
+    assert 'chmod 0600 "$env_path.tmp"' in script_of(s.by_name("gateway-env"))
+    assert 'chmod 0600 "$key_check_path.tmp"' in script and KEY_CHECK_TEXT in script
     for r in s.steps():
         assert SENTINEL not in (script_of(r) or ""), r.name
 
@@ -95,7 +105,7 @@ def test_an_upstream_key_joins_the_env_file(monkeypatch):
     monkeypatch.setenv("BWS_TEST_UPSTREAM_KEY", "x")
     spec = load_engine_path(lab_with_upstream()["config"])
     s = snapshot("lab", spec)
-    assert f"BWS_UPSTREAM_KEY_EMBEDDINGS={SENTINEL}\n" in stdin_data(s.by_name("gateway-install"))
+    assert f"BWS_UPSTREAM_KEY_EMBEDDINGS={SENTINEL}\n" in stdin_data(s.by_name("gateway-env"))
     health = script_of(s.by_name("gateway-health"))
     assert '"/v1/embeddings"' not in health and "/v1/embeddings" in health and '"input": "Say hello."' in health
 
@@ -185,3 +195,69 @@ def test_upstream_rules(tmp_path, monkeypatch):
 def test_key_var_names_cannot_collide_between_a_deployment_and_an_upstream():
     assert key_var("deployment", "emb") != key_var("upstream", "emb")
     assert key_var("deployment", "tiny-b") == "BWS_DEPLOYMENT_KEY_TINY_B"
+
+
+# --------------------------------------------------------------------------------------------
+# The key check (templates/gateway/bws_key_check.py, LiteLLM's custom_auth): its logic, with the
+# three LiteLLM names it imports stood in for (LiteLLM itself runs only in the gateway's image;
+# tests/lab/test_lab_gateway.py checks it there with a real OpenAI client).
+
+
+class _ProxyException(Exception):
+    def __init__(self, message, type, param, code=None):
+        super().__init__(message)
+        self.message, self.type, self.param, self.code = message, type, param, str(code)
+
+
+@pytest.fixture
+def key_check(monkeypatch):
+    import sys
+    import types
+
+    stubs = {"litellm": types.ModuleType("litellm"), "litellm.constants": types.ModuleType("litellm.constants"),
+             "litellm.proxy": types.ModuleType("litellm.proxy"),
+             "litellm.proxy._types": types.ModuleType("litellm.proxy._types")}
+    stubs["litellm.constants"].LITELLM_PROXY_MASTER_KEY_ALIAS = "alias"
+    stubs["litellm.proxy._types"].ProxyException = _ProxyException
+    stubs["litellm.proxy._types"].LitellmUserRoles = types.SimpleNamespace(PROXY_ADMIN="proxy_admin")
+    stubs["litellm.proxy._types"].UserAPIKeyAuth = dict
+    for name, module in stubs.items():
+        monkeypatch.setitem(sys.modules, name, module)
+    module = types.ModuleType("bws_key_check")
+    exec(compile(KEY_CHECK_TEXT, "bws_key_check.py", "exec"), module.__dict__)
+    return module
+
+
+@pytest.mark.parametrize("api_key, master_key, words", [
+    (None, "the-key", "didn't provide an API key"),
+    ("", "the-key", "didn't provide an API key"),
+    ("wrong", "the-key", "Incorrect API key"),
+    ("the-key-and-more", "the-key", "Incorrect API key"),
+    ("the-kéy", "the-key", "Incorrect API key"),   # not ASCII: still a plain refusal
+    ("the-key", None, "no key configured"),
+    ("", "", "no key configured"),
+])
+def test_the_key_check_refuses_with_401_in_openais_shape(key_check, api_key, master_key, words):
+    with pytest.raises(_ProxyException) as err:
+        key_check.accepted(api_key, master_key)
+    assert err.value.code == "401" and err.value.type == "invalid_request_error" and err.value.param is None
+    assert words in err.value.message
+    assert master_key is None or master_key == "" or master_key not in err.value.message
+
+
+def test_the_key_check_accepts_the_key_and_hands_on_no_key(key_check, monkeypatch):
+    import asyncio
+    import sys
+
+    monkeypatch.setattr(sys.modules["litellm.proxy"], "proxy_server",
+                        type("proxy_server", (), {"master_key": "the-key", "litellm_proxy_admin_name": "admin"}),
+                        raising=False)
+    monkeypatch.setitem(sys.modules, "litellm.proxy.proxy_server", sys.modules["litellm.proxy"].proxy_server)
+    who = asyncio.run(key_check.check_key(None, "the-key"))
+    assert who == {"api_key": "alias", "user_role": "proxy_admin", "user_id": "admin"}
+    with pytest.raises(_ProxyException):
+        asyncio.run(key_check.check_key(None, "the-key "))
+
+
+def test_the_key_check_fits_its_heredoc():
+    assert "BWS_GATEWAY_KEY_CHECK_EOF" not in KEY_CHECK_TEXT and KEY_CHECK_TEXT.endswith("\n")

@@ -214,7 +214,8 @@ def test_kept_services_are_only_looked_at(stack):
         assert not check.inputs.get("update"), "the check runs the same script again"
         verbs = re.findall(r"systemctl\s+(\S+)", script)
         assert verbs and set(verbs) <= {"is-active", "show"}, f"kept-service check does more than look: {verbs}"
-        assert not re.search(r"\b(kill|docker|rm|mv|stop|restart|disable|mask)\b", script.split("\n", 3)[-1])
+        commands = re.sub(r"(?m)^\s*#.*$", "", script.split("\n", 3)[-1])  # comments do nothing
+        assert not re.search(r"\b(kill|docker|rm|mv|stop|restart|disable|mask)\b", commands)
         # No other command of the stack names the kept unit at all.
         for r in s.commands():
             if r is not check:
@@ -281,7 +282,8 @@ def test_the_api_key_reaches_the_engine_through_a_mounted_file_not_the_command_l
                 continue
             assert not systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile")
             if d.api_key:
-                assert has_flag(argv, "-v", f"/etc/blackwell-serving/{d.name}.env:{SECRETS_IN_CONTAINER}:ro")
+                assert has_flag(argv, "--mount", f"type=bind,source=/etc/blackwell-serving/{d.name}.env,"
+                                                         f"target={SECRETS_IN_CONTAINER},readonly")
                 assert f"< {SECRETS_IN_CONTAINER} && exec \"$@\"" in " ".join(argv)
 
 
@@ -311,9 +313,13 @@ def test_duo_engine_after_copies_to_the_secondary_and_ray_ready():
     deps = dep_names(s.by_name(f"qwen35-{HEAD}-install"))
     assert {f"vllm-qwen35-sync-{SECOND}", f"qwen35-122b-to-{SECOND}", "qwen35-ray-ready"} <= deps
     # The gate checks the engine, and runs again after any start of it or of the Ray units it is
-    # bound to (their `started` outputs are its triggers).
-    assert dep_names(s.by_name("qwen35-health")) == {f"qwen35-{HEAD}-install", f"qwen35-ray-head-{HEAD}-install",
+    # bound to (their `started` outputs are its triggers); the engine's unit includes its env step.
+    assert dep_names(s.by_name("qwen35-health")) == {f"qwen35-{HEAD}-install", f"qwen35-{HEAD}-env",
+                                                     f"qwen35-ray-head-{HEAD}-install",
                                                      f"qwen35-ray-worker-{SECOND}-install"}
+    # The secret environment is written before the unit that reads it, after the same checks.
+    assert f"qwen35-{HEAD}-env" in deps
+    assert set(DUO_RETIRE) <= dep_names(s.by_name(f"qwen35-{HEAD}-env"))
 
 
 def test_duo_model_fetch_and_image_build_are_independent():
@@ -344,6 +350,7 @@ def test_duo_commands_target_the_right_node():
         f"qwen35-ray-head-{HEAD}-install": HEAD,
         f"qwen35-ray-worker-{SECOND}-install": SECOND,
         "qwen35-ray-ready": HEAD,
+        f"qwen35-{HEAD}-env": HEAD,                 # the engine's secret EnvironmentFile, beside its unit
         f"qwen35-{HEAD}-install": HEAD,
         "qwen35-health": HEAD,
         "qwen35-watchdog-timer": HEAD,              # the watchdog's timer on the head
@@ -357,6 +364,7 @@ def test_duo_commands_target_the_right_node():
         f"{SECOND}-vllm-qwen35-gpus-check": SECOND,
         "qwen35-bandwidth-check": HEAD,             # rank 0 here, rank 1 on the secondary through ssh
         "gateway-build": HEAD,                      # the gateway in place of vllm-proxy, on the head
+        "gateway-env": HEAD,                        # the gateway's keys, beside its unit
         "gateway-install": HEAD,
         "gateway-health": HEAD,
     }
@@ -451,7 +459,8 @@ def test_quad_order_and_nodes():
         assert {host_of(r) for r in s.commands()} == {"llm-server"}
         deps = dep_names(s.by_name("qwen35-397b-llm-server-install"))
         assert {"llm-server-sglang-kimi-retire", engine, "qwen35-397b-fetch"} <= deps
-        assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install"}
+        assert dep_names(s.by_name("qwen35-397b-health")) == {"qwen35-397b-llm-server-install",
+                                                              "qwen35-397b-llm-server-env"}
 
 
 def test_ray_nodes_get_the_deployments_env_and_page_cache_drop():
@@ -464,3 +473,18 @@ def test_ray_nodes_get_the_deployments_env_and_page_cache_drop():
             for k, v in d.env.items():
                 assert f"{k}={v}" in u.unit_text, u.unit_text
             assert ("drop_caches" in u.unit_text) == d.drop_page_cache
+
+
+def test_the_upload_on_the_operators_machine_runs_like_a_remote_step():
+    """Its create is the short command line of every step (components/remote.command_line): the
+    script and then the node's SSH key arrive on stdin, which is a secret; no script text in argv."""
+    from components.remote import read_script
+
+    s = snap("lab")
+    upload = s.by_name("tiny-upload")
+    line, stdin = plain(upload.inputs["create"]), upload.inputs["stdin"]
+    assert line.startswith("exec env BWS_STEP='tiny-upload on lab-1' ") and "\n" not in line and len(line) < 600
+    assert "BWS_DOING='Upload model tiny from this machine to lab-1' BWS_NODE=lab-1" in line
+    assert read_script(line, plain(stdin)).startswith("#!/usr/bin/env bash\n# On the operator's machine")
+    if s.spec.nodes[0].ssh.private_key_path and "PRIVATE KEY" in plain(stdin):
+        assert stdin.get("4dabf18193072939515e22adb298388d"), "stdin with the key is not marked secret"

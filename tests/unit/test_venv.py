@@ -308,9 +308,12 @@ def test_the_unit_runs_the_venvs_python_with_the_key_in_a_root_only_file(snap):
     assert systemd_syntax.values(text, "Service", "EnvironmentFile") == ["/etc/blackwell-serving/qwen35-397b.env"]
     assert "SGLANG_API_KEY" not in text and "docker" not in text.lower()
     assert systemd_syntax.values(text, "Unit", "After") == ["network-online.target"]
+    # The key's file arrives on the stdin of the unit's env step, a secret (Pulumi's secret
+    # signature); the install step's inputs (its text) stay plain.
+    assert "4dabf18193072939515e22adb298388d" in snap.by_name("qwen35-397b-llm-server-env").inputs["stdin"]
     install = snap.by_name("qwen35-397b-llm-server-install")
-    # The key's file arrives on the unit step's stdin, which is a secret (Pulumi's secret signature).
-    assert "4dabf18193072939515e22adb298388d" in install.inputs["stdin"]
+    assert "4dabf18193072939515e22adb298388d" not in install.inputs["stdin"]
+    assert "sglang.launch_server" in install.inputs["stdin"]
 
 
 def test_the_unit_waits_for_its_venv(snap):

@@ -52,13 +52,29 @@ def test_a_local_model_is_read_from_its_directory(tmp_path):
     assert fit.report.gpus[0].weight_bytes == 2048  # the lab's engine: tensor parallel 2 over both nodes
 
 
-def test_a_model_without_config_or_catalog_entry_is_reported_unchecked(tmp_path):
+def test_a_hub_model_without_config_or_catalog_entry_is_reported_unchecked():
     lab = spec("lab")
-    missing = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(
-        update={"path": str(tmp_path / "absent")})})
-    fit = stack_fit(lab.model_copy(update={"models": [missing]}), offline=True)[0]
+    unknown = lab.models[0].model_copy(update={
+        "repo": "nobody/unknown-model", "revision": "0" * 40,
+        "source": lab.models[0].source.model_copy(update={"kind": "hub", "path": None})})
+    fit = stack_fit(lab.model_copy(update={"models": [unknown]}), offline=True)[0]
     assert fit.report is None
     assert "not checked" in fit.lines()[0]
+
+
+@pytest.mark.parametrize("make", [lambda d: None, lambda d: d.mkdir(),
+                                  lambda d: (d.mkdir(), (d / "weights.bin").write_bytes(b"x"))])
+def test_a_local_model_directory_that_is_absent_or_no_model_stops_the_plan(tmp_path, make):
+    lab = spec("lab")
+    directory = tmp_path / "tiny"
+    make(directory)
+    missing = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(
+        update={"path": str(directory)})})
+    with pytest.raises(PreflightError) as err:
+        stack_fit(lab.model_copy(update={"models": [missing]}), offline=True)
+    text = str(err.value)
+    assert str(directory) in text and "models.tiny.source.path" in text and "fix:" in text
+    assert "Nothing was changed on any node." in text
 
 
 @pytest.mark.parametrize("content", [b"{not json", b"\xff\xfe\x00garbage", b"[1, 2]",

@@ -114,13 +114,19 @@ COMMANDS: dict[str, Cmd] = {
         "lab-1", "cluster", do="Wait until every node has joined Ray cluster tiny-ray",
         undo="Forget the readiness check of Ray cluster tiny-ray"),
         ("tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install")),
+    "tiny-lab-1-env": Cmd("remote", "tiny-lab-1", StepInfo(
+        "lab-1", "serve", do="Write the secret environment of bws-tiny.service on lab-1",
+        redo="Rewrite the secret environment of bws-tiny.service on lab-1 (then it restarts)",
+        undo="Remove the secret environment of bws-tiny.service from lab-1"),
+        (*IMAGE, "tiny-fetch", "tiny-to-lab-2", *GATES, "lab-1-glm-retire", "tiny-ray-ready")),
     "tiny-lab-1-install": Cmd("remote", "tiny-lab-1", StepInfo(
         "lab-1", "serve", do="Install and start bws-tiny.service on lab-1",
-        redo="Rewrite and restart bws-tiny.service on lab-1", undo="Stop and remove bws-tiny.service from lab-1"),
-        (*IMAGE, "tiny-fetch", "tiny-to-lab-2", *GATES, "lab-1-glm-retire", "tiny-ray-ready")),
+        redo="Rewrite bws-tiny.service on lab-1 and restart it if what it runs changed",
+        undo="Stop and remove bws-tiny.service from lab-1"),
+        (*IMAGE, "tiny-fetch", "tiny-to-lab-2", *GATES, "lab-1-glm-retire", "tiny-ray-ready", "tiny-lab-1-env")),
     "tiny-health": Cmd("remote", "tiny#deployment", StepInfo(
         "lab-1", "verify", do="Health gate: a real chat completion from tiny", undo="Drop the health gate of tiny"),
-        ("tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install", "tiny-lab-1-install")),
+        ("tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install", "tiny-lab-1-env", "tiny-lab-1-install")),
     "tiny-watchdog-timer": Cmd("remote", "tiny-watchdog", StepInfo(
         "lab-1", "verify", do="Arm the watchdog of tiny: a completion every 30 s, a restart after 3 failures in a row",
         undo="Disarm the watchdog of tiny on lab-1", priority="normal"),

@@ -169,3 +169,27 @@ def test_a_failed_engine_run_is_explained_by_its_error_diagnostics():
     empty = cli.ErrorCollector()
     assert empty.explain(RuntimeError("code: 255\n stderr: error: no Pulumi.yaml project file found")) == \
         "  stderr: error: no Pulumi.yaml project file found"
+
+
+def test_a_failed_steps_block_shows_once_also_when_a_rollback_quotes_it():
+    from components.failure import condense
+    from components.rollback import Rollback
+
+    block = ("FAILED: Install and start bws-tiny.service on lab-1\n  node:   lab-1\n  status: exit 1\n"
+             "  said:   bws-tiny.service failed to start")
+    step_error = ('Process exited with status 1: running "exec env BWS_STEP=\'x\' bash -c \'s=$(head -c 9)\'":\n'
+                  "[blackwell unit bws-tiny.service] starting\n\n" + block + "\n")
+    alone = cli.ErrorCollector()
+    alone({"diagnosticEvent": {"severity": "error", "urn": fixtures.command_urn("tiny-lab-1-install"),
+                               "message": step_error}})
+    alone({"diagnosticEvent": {"severity": "error", "message": "update failed"}})
+    assert alone.explain(RuntimeError("x")) == block
+    # The rollback's report (components/rollback.py) quotes the block: shown there, whole, once.
+    report = Rollback(connections={}, run_line=lambda *a, **k: ("", "")).roll_back("tiny-lab-1-install", step_error, [])
+    assert condense(report) == [ln for ln in report.splitlines() if ln.strip()]
+    both = cli.ErrorCollector()
+    for message in (step_error, report):
+        both({"diagnosticEvent": {"severity": "error", "message": message}})
+    text = both.explain(RuntimeError("x"))
+    assert text.count("FAILED: Install and start bws-tiny.service on lab-1") == 1, text
+    assert "`up` failed at step tiny-lab-1-install:" in text and "running" not in text

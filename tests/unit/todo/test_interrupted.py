@@ -72,35 +72,67 @@ def test_pending_operations_a_later_run_finished_are_settled_and_the_rest_stay()
     deployment = {"resources": [{"urn": held}], "pending_operations": [
         {"type": "creating", "resource": {"urn": held}},    # created since: settled
         {"type": "creating", "resource": {"urn": gone}},    # never finished: stays
-        {"type": "updating", "resource": {"urn": held}},    # the resource is there: settled
-        {"type": "deleting", "resource": {"urn": gone}},    # deleted since: settled
-        {"type": "deleting", "resource": {"urn": held}},    # still there: stays
+        # The engine drops pending updates and deletes when an `up` writes its state: one still
+        # there was not finished by a later run, whatever the state holds.
+        {"type": "updating", "resource": {"urn": held}},
+        {"type": "deleting", "resource": {"urn": held}},
         {"type": "importing", "resource": {"urn": held}},   # not ours to judge: stays
     ]}
     kept, dropped = settled(deployment)
-    assert [(o["type"], o["resource"]["urn"]) for o in kept["pending_operations"]] == [("creating", gone), ("deleting", held),
-                                                                  ("importing", held)]
-    assert len(dropped) == 3
+    assert [(o["type"], o["resource"]["urn"]) for o in kept["pending_operations"]] == [
+        ("creating", gone), ("updating", held), ("deleting", held), ("importing", held)]
+    assert len(dropped) == 1
     assert kept["resources"] == deployment["resources"]
 
 
-def test_with_an_unfinished_operation_the_state_is_left_alone(tmp_path, monkeypatch):
-    """`pulumi stack import` removes every pending operation, so the state is imported only when
-    all of them are settled (the CLI faked: it prints an export and records an import)."""
-    from components.todo.interrupted import drop_settled_operations
-    held, gone = "urn:pulumi:lab::p::t::held", "urn:pulumi:lab::p::t::gone"
-    state = {"version": 3, "deployment": {"resources": [{"urn": held}], "pending_operations": [
-        {"type": "creating", "resource": {"urn": held}}, {"type": "creating", "resource": {"urn": gone}}]}}
+def fake_cli(tmp_path, monkeypatch, state: dict) -> Path:
+    """A stand-in `pulumi`: `stack export` prints `state`, `stack import --file F` copies F."""
     (tmp_path / "export.json").write_text(json.dumps(state))
     fake = tmp_path / "pulumi"
-    fake.write_text(f'#!/bin/bash\ncase "$2" in export) cat {tmp_path}/export.json;; import) touch {tmp_path}/imported;; esac\n')
+    fake.write_text(f'#!/bin/bash\ncase "$2" in export) cat {tmp_path}/export.json;; '
+                    f'import) cp "$6" {tmp_path}/imported.json;; esac\n')
     fake.chmod(0o755)
     monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
-    [message] = drop_settled_operations("lab")
-    assert "left 2 pending operations of stack lab as they are: 1 of them are not finished yet" in message
-    assert not (tmp_path / "imported").exists()
-    state["deployment"]["pending_operations"].pop()
-    (tmp_path / "export.json").write_text(json.dumps(state))
-    [message] = drop_settled_operations("lab")
-    assert message.startswith("dropped the pending operation of held (creating, interrupted)")
-    assert (tmp_path / "imported").exists()
+    return tmp_path / "imported.json"
+
+
+STEP = "command:remote:Command"
+
+
+def test_our_unfinished_steps_are_resumed_in_one_line_and_finished_ones_dropped(tmp_path, monkeypatch):
+    """Every pending operation of a step of ours comes out of the state (`pulumi stack import`
+    removes them all), so that the `up` after it does not warn of them: one line names what it
+    resumes and why nothing needs repair by hand; a create a later run finished is dropped."""
+    from components.todo.interrupted import resume_interrupted
+    held, gone = "urn:pulumi:lab::p::t::held", "urn:pulumi:lab::p::t::gone"
+    state = {"version": 3, "deployment": {"resources": [{"urn": held}], "pending_operations": [
+        {"type": "creating", "resource": {"urn": held, "type": STEP}},
+        {"type": "creating", "resource": {"urn": gone, "type": STEP}},
+        {"type": "updating", "resource": {"urn": held, "type": STEP}}]}}
+    imported = fake_cli(tmp_path, monkeypatch, state)
+    dropped, resumed = resume_interrupted("lab")
+    assert dropped == "dropped the pending operation of held (creating, interrupted): a later run finished it"
+    assert resumed.startswith("resuming 2 steps a killed run left unfinished: gone (creating, interrupted); "
+                              "held (updating, interrupted). Each runs again from its start and converges")
+    assert resumed.endswith("nothing to repair by hand") and "\n" not in resumed
+    assert json.loads(imported.read_text())["deployment"] == {"resources": [{"urn": held}], "pending_operations": []}
+
+
+def test_an_operation_not_of_our_steps_leaves_the_state_alone(tmp_path, monkeypatch):
+    from components.todo.interrupted import resume_interrupted
+    state = {"version": 3, "deployment": {"resources": [], "pending_operations": [
+        {"type": "creating", "resource": {"urn": "urn:pulumi:lab::p::command:remote:Command::a", "type": STEP}},
+        {"type": "creating", "resource": {"urn": "urn:pulumi:lab::p::aws:s3/bucket:Bucket::b",
+                                          "type": "aws:s3/bucket:Bucket"}}]}}
+    imported = fake_cli(tmp_path, monkeypatch, state)
+    [message] = resume_interrupted("lab")
+    assert message.startswith("left 2 pending operations of stack lab as they are: 1 of them are not steps of "
+                              "this project (b (creating, interrupted))")
+    assert not imported.exists()
+
+
+def test_nothing_pending_nothing_said_nor_imported(tmp_path, monkeypatch):
+    from components.todo.interrupted import resume_interrupted
+    imported = fake_cli(tmp_path, monkeypatch, {"version": 3, "deployment": {"resources": []}})
+    assert resume_interrupted("lab") == []
+    assert not imported.exists()

@@ -86,7 +86,7 @@ def test_a_listed_item_the_up_found_already_done_is_completed(lab_items):
     # The preview listed it; by the time of `up` it was the same: its outputs arrive without work.
     live = live_for(lab_items)
     lines = feed(live, [pre("tiny-health", op="same"), done("tiny-health"), pre("tiny-health")])
-    assert lines == ["12:00:00  [x] 16. Health gate: a real chat completion from tiny [lab-1]  pending -> completed"]
+    assert lines == ["12:00:00  [x] 17. Health gate: a real chat completion from tiny [lab-1]  pending -> completed"]
 
 
 def test_a_failed_item_is_not_marked_completed_afterwards(lab_items):
@@ -115,7 +115,7 @@ def test_warnings_and_errors_always_show_verbose_shows_the_engines_other_message
     assert feed(quiet, [diag(None, "node lab-1: private key not found", "warning")]) == [
         "12:00:00      warning: node lab-1: private key not found"]
     assert feed(quiet, [diag("tiny-health", "Process exited with status 1\n", "error")]) == [
-        "12:00:00      16. error: Process exited with status 1"]
+        "12:00:00      17. error: Process exited with status 1"]
     assert feed(quiet, [diag(None, "resource plugin command is starting")]) == []
     loud = live_for(lab_items, verbose=True)
     assert feed(loud, [diag(None, "resource plugin command is starting")]) == [
@@ -127,8 +127,8 @@ def test_a_step_the_preview_did_not_list_becomes_a_new_item(lab_items):
     items = [i for i in lab_items if i.id != "tiny-health"]
     live = live_for(items, steps=declared_steps(fixtures.first_preview_events()))
     lines = feed(live, [pre("tiny-health")])
-    assert lines[0] == "12:00:00  + new item 18: Health gate: a real chat completion from tiny (create)"
-    assert lines[1] == ("12:00:00  [~] 18. Health gate: a real chat completion from tiny [lab-1]  "
+    assert lines[0] == "12:00:00  + new item 19: Health gate: a real chat completion from tiny (create)"
+    assert lines[1] == ("12:00:00  [~] 19. Health gate: a real chat completion from tiny [lab-1]  "
                         "pending -> in_progress")
     assert (live.items[-1].id, live.items[-1].node, live.items[-1].phase) == ("tiny-health", "lab-1", "verify")
 
@@ -138,8 +138,8 @@ def test_a_new_deletion_is_described_by_the_last_ups_record_and_an_undeclared_st
     live = live_for([i for i in lab_items if i.id not in ("tiny-to-lab-2", "tiny-health")],
                     steps=declared_steps([], previous))
     lines = feed(live, [pre("tiny-to-lab-2", op="delete"), pre("tiny-health")])
-    assert lines[0] == "12:00:00  + new item 17: Remove model tiny from lab-2 (delete)"
-    assert lines[2] == "12:00:00  + new item 18: Run tiny-health (create)"
+    assert lines[0] == "12:00:00  + new item 18: Remove model tiny from lab-2 (delete)"
+    assert lines[2] == "12:00:00  + new item 19: Run tiny-health (create)"
     assert [(i.priority, i.node) for i in live.items[-2:]] == [("normal", "lab-1"), ("high", None)]
 
 
@@ -149,7 +149,7 @@ def test_summary_counts_every_status(lab_items):
                 pre("tiny-upload")])
     text = live.summary("error: update failed")
     first = text.splitlines()[0]
-    assert first.startswith("12:00:00  up failed: 18 items, 1 completed, 1 failed, 1 interrupted, 15 not reached in ")
+    assert first.startswith("12:00:00  up failed: 19 items, 1 completed, 1 failed, 1 interrupted, 16 not reached in ")
     assert "  failed: 5. Build image vllm-lab on lab-1 (transformers>=5) [lab-1]" in text
     assert text.splitlines()[-1] == "  engine: error: update failed"
 
@@ -158,8 +158,8 @@ def test_a_clean_run_ends_finished(lab_items):
     live = live_for(lab_items)
     for item in lab_items:
         feed(live, [pre(item.id), done(item.id)])
-    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 18, "failed": 0}
-    assert live.summary().split("  ", 1)[1].startswith("up finished: 18 items, 18 completed, 0 failed in ")
+    assert live.counts() == {"pending": 0, "in_progress": 0, "completed": 19, "failed": 0}
+    assert live.summary().split("  ", 1)[1].startswith("up finished: 19 items, 19 completed, 0 failed in ")
 
 
 def test_a_rollback_shows_each_undo_as_an_item_of_its_own(lab_items):
@@ -171,7 +171,7 @@ def test_a_rollback_shows_each_undo_as_an_item_of_its_own(lab_items):
     sentence = "Start glm.service again on lab-1 (restore)"
     lines = feed(live, [diag(None, progress_line("started", "lab-1", sentence)),
                         diag(None, progress_line("done", "lab-1", sentence))])
-    assert lines == [f"12:00:00  + new item 19: Rollback: {sentence} (rollback after a failure)",
-                     f"12:00:00  [~] 19. Rollback: {sentence} [lab-1]  pending -> in_progress",
-                     f"12:00:00  [x] 19. Rollback: {sentence} [lab-1]  in_progress -> completed"]
+    assert lines == [f"12:00:00  + new item 20: Rollback: {sentence} (rollback after a failure)",
+                     f"12:00:00  [~] 20. Rollback: {sentence} [lab-1]  pending -> in_progress",
+                     f"12:00:00  [x] 20. Rollback: {sentence} [lab-1]  in_progress -> completed"]
     assert live.items[-1].status == "completed" and live.items[-1].node == "lab-1"

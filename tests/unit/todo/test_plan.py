@@ -33,6 +33,7 @@ LAB_ORDER = [
     ("tiny-ray-head-lab-1-install", "lab-1", "cluster", "Start Ray head on lab-1"),
     ("tiny-ray-worker-lab-2-install", "lab-2", "cluster", "Start Ray worker on lab-2"),
     ("tiny-ray-ready", "lab-1", "cluster", "Wait until every node has joined Ray cluster tiny-ray"),
+    ("tiny-lab-1-env", "lab-1", "serve", "Write the secret environment of bws-tiny.service on lab-1"),
     ("tiny-lab-1-install", "lab-1", "serve", "Install and start bws-tiny.service on lab-1"),
     ("tiny-health", "lab-1", "verify", "Health gate: a real chat completion from tiny"),
     ("tiny-watchdog-timer", "lab-1", "verify",
@@ -78,12 +79,12 @@ def test_dependencies_come_from_the_plan_and_precede_their_dependents(lab_items)
     by_id = {i.id: i for i in lab_items}
     assert by_id["tiny-ray-ready"].depends_on == ["tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install"]
     assert by_id["tiny-health"].depends_on == ["tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install",
-                                              "tiny-lab-1-install"]
+                                              "tiny-lab-1-env", "tiny-lab-1-install"]
     assert by_id["tiny-fetch"].depends_on == ["tiny-upload"]  # the local upload before the remote fetch
     assert set(by_id["tiny-lab-1-install"].depends_on) == {
         "lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
         "tiny-preflight-engine", "lab-1-glm-retire", "vllm-lab-build",
-        "vllm-lab-sync-lab-2", "tiny-fetch", "tiny-to-lab-2", "tiny-ray-ready"}
+        "vllm-lab-sync-lab-2", "tiny-fetch", "tiny-to-lab-2", "tiny-ray-ready", "tiny-lab-1-env"}
     position = {i.id: n for n, i in enumerate(lab_items)}
     for item in lab_items:
         assert [position[d] for d in item.depends_on] == sorted(position[d] for d in item.depends_on)
@@ -106,7 +107,8 @@ def test_same_steps_are_skipped_and_dependencies_pass_through_them(lab_spec):
     assert [i.id for i in items] == ["tiny-fetch", "tiny-lab-1-install"]
     # tiny-lab-1-install waits for tiny-fetch directly; tiny-to-lab-2 (same) is not an item.
     assert items[1].depends_on == ["tiny-fetch"]
-    assert (items[1].reason, items[1].content) == ("update: script changed", "Rewrite and restart bws-tiny.service on lab-1")
+    assert (items[1].reason, items[1].content) == ("update: script changed",
+                                                  "Rewrite bws-tiny.service on lab-1 and restart it if what it runs changed")
     # No redo declared: an update says what the first run said.
     assert items[0].content == "Hash and install model tiny on lab-1"
 
@@ -373,8 +375,10 @@ def test_records_round_trip_with_every_sentence():
     declared = declared_steps([fixtures.node_outputs_event(fixtures.step_records())])
     unit = declared[fixtures.command_urn("tiny-lab-1-install")]
     assert (unit.sentence("create"), unit.sentence("update"), unit.sentence("replace"), unit.sentence("delete")) == (
-        "Install and start bws-tiny.service on lab-1", "Rewrite and restart bws-tiny.service on lab-1",
-        "Rewrite and restart bws-tiny.service on lab-1", "Stop and remove bws-tiny.service from lab-1")
+        "Install and start bws-tiny.service on lab-1",
+        "Rewrite bws-tiny.service on lab-1 and restart it if what it runs changed",
+        "Rewrite bws-tiny.service on lab-1 and restart it if what it runs changed",
+        "Stop and remove bws-tiny.service from lab-1")
     assert "redo" not in fixtures.step_records(["tiny-fetch"])[0]  # None is left out of a record
 
 

@@ -62,11 +62,11 @@ def test_json_full_carries_the_extra_keys_and_is_not_the_seeds_shape(lab_items):
 def test_text_groups_by_node_and_keeps_global_numbers(lab_items):
     out = render(lab_items, "text", "lab")
     lines = out.splitlines()
-    assert lines[0].startswith("Todo for stack lab: 18 items, 16 high")
+    assert lines[0].startswith("Todo for stack lab: 19 items, 17 high")
     lab1, lab2 = lines.index("lab-1"), lines.index("lab-2")
     assert lab1 < lab2
     under_lab2 = [ln for ln in lines[lab2 + 1:] if ln.strip()]
-    assert [re.match(r"\s*(\d+)\.", ln).group(1) for ln in under_lab2] == ["3", "4", "13", "18"]
+    assert [re.match(r"\s*(\d+)\.", ln).group(1) for ln in under_lab2] == ["3", "4", "13", "19"]
     assert "no GPU and none is expected" in under_lab2[1]
     assert "Start Ray worker on lab-2" in under_lab2[2]
     assert "   verify  Check that embeddings.service" in under_lab2[3]  # normal: no '!'
@@ -97,7 +97,7 @@ def test_markdown_is_a_checklist_per_node(lab_items):
     assert checks[2].endswith(" — *in progress*") and checks[2].startswith("- [ ] 2. ")
     assert checks[5].endswith(" — **failed**") and checks[5].startswith("- [ ] 5. Build image vllm-lab")
     assert checks[10] == "- [ ] 10. Stop and disable glm.service on lab-1 **(high)** · retire · create"
-    assert checks[18] == "- [ ] 18. Check that embeddings.service stays up on lab-2 (never touched) · verify · create"
+    assert checks[19] == "- [ ] 19. Check that embeddings.service stays up on lab-2 (never touched) · verify · create"
     assert r"(transformers>=5)" in out
 
 
