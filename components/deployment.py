@@ -1,6 +1,6 @@
 """Deployment: the engine (vLLM or SGLang) as systemd units running its container — one node,
-vLLM over a Ray cluster, or SGLang's own multi-node launch — and the health gate that sends a
-real chat completion. Its endpoint is a stack output."""
+vLLM over a Ray cluster, or the engine's own multi-node launch (SGLang's, or vLLM's without Ray)
+— and the health gate that sends a real chat completion. Its endpoint is a stack output."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ from .render import digest, render
 from .steps import StepInfo
 from .unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text, env_file_text
 from .venv import VenvEngine, venv_unit_text
-from .watchdog import Watchdog
+from .watchdog import RankWatch, Watchdog
 
 SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
 # The engine's command, run with the NAME=value lines of the secrets file in its environment
@@ -59,6 +59,10 @@ class Deployment(pulumi.ComponentResource):
                 mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
                 after = binds = [cluster.head_unit_name]
             command = engine_argv(spec, model_path, rank, head_fabric)
+            # A rank of vLLM's native launch whose peer died ends with exit status 0 (its API server
+            # shuts down cleanly after the engine's death; found in the lab): on-failure would leave
+            # it stopped, and the watchdog leaves a stopped engine to systemd.
+            restart = "always" if spec.topology == "native" and spec.engine == "vllm" else "on-failure"
             pre_start = [DROP_PAGE_CACHE] if spec.drop_page_cache else []
             if cluster is not None:
                 # After a reboot the units start together: the engine waits for its Ray head.
@@ -68,7 +72,7 @@ class Deployment(pulumi.ComponentResource):
                                       f"{spec.engine} {spec.name}" + (f" (rank {rank})" if spec.topology == "native"
                                                                      else ""), img=venv.spec, command=command,
                                       environment=env, env_file=env_file, after=after, binds_to=binds,
-                                      pre_start=pre_start)
+                                      restart=restart, pre_start=pre_start)
             elif env_file:
                 # The key reaches the engine through a mounted root-only file, read into its
                 # environment at start: with `-e NAME` Docker would copy the value into the
@@ -80,7 +84,7 @@ class Deployment(pulumi.ComponentResource):
                 + (f" (rank {rank})" if spec.topology == "native" else ""),
                 container=container, image=image, command=command,
                 docker_args=docker_args(spec.docker, fabric, list(env), mounts, files),
-                environment=env, after=after, binds_to=binds,
+                environment=env, after=after, binds_to=binds, restart=restart,
                 pre_start=pre_start)
             return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
                                env_text=env_text, depends_on=deps, triggers=[image_id],
@@ -89,7 +93,11 @@ class Deployment(pulumi.ComponentResource):
 
         deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])
         if spec.topology == "native":
-            # SGLang: the other ranks first, then rank 0 on the head, which answers the API.
+            # SGLang's or vLLM's own launch: the other ranks first (vLLM's --headless), then rank 0
+            # on the head, which answers the API. A rank that dies takes the engine with it: the
+            # head's unit (or the watchdog, when the head still answers /health) restarts rank 0,
+            # and the other ranks, which then lose their peer and exit, restart by Restart= and
+            # meet it again.
             workers = [unit_for(n, r, deps) for r, n in enumerate(nodes) if r > 0]
             self.units = [unit_for(head, 0, [*deps, *workers]), *workers]
         else:
@@ -128,6 +136,14 @@ class Deployment(pulumi.ComponentResource):
                                      state_dir=state_dir,
                                      depends_on=[self.health, *([self.benchmark] if self.benchmark else [])],
                                      opts=pulumi.ResourceOptions(parent=self))
+        # vLLM's native launch: a rank whose head restarted alone waits on its dead peers for ever
+        # (found in the lab); each other rank's node watches its rank's connections to the head.
+        self.rank_watches = [
+            RankWatch(spec, node, rank, engine_unit=unit_name, container=None if venv is not None else container,
+                      head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health],
+                      opts=pulumi.ResourceOptions(parent=self))
+            for rank, node in enumerate(nodes)
+            if rank > 0 and spec.topology == "native" and spec.engine == "vllm" and spec.watchdog.enabled]
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})

@@ -11,7 +11,7 @@ from .config.schema import DeploymentSpec
 API_KEY_VAR = {"vllm": "VLLM_API_KEY", "sglang": "SGLANG_API_KEY"}
 
 
-def vllm_argv(d: DeploymentSpec, model_path: str) -> list[str]:
+def vllm_argv(d: DeploymentSpec, model_path: str, rank: int = 0, head_address: str | None = None) -> list[str]:
     argv = ["vllm", "serve", model_path,
             "--served-model-name", d.served_name,
             "--host", str(d.bind), "--port", str(d.port),
@@ -22,6 +22,14 @@ def vllm_argv(d: DeploymentSpec, model_path: str) -> list[str]:
             "--kv-cache-dtype", d.kv_cache_dtype]
     if d.topology == "ray" and d.executor == "ray":
         argv += ["--distributed-executor-backend", "ray"]
+    if d.topology == "native":
+        # vLLM's own multi-node launch (multiprocessing executor, no Ray): every node runs
+        # world / nnodes ranks; they meet on the head's fabric address (torch.distributed's
+        # store); the other nodes run headless (no API server), their ranks driven by the head.
+        argv += ["--nnodes", str(len(d.nodes)), "--node-rank", str(rank),
+                 "--master-addr", str(head_address), "--master-port", str(d.dist_port)]
+        if rank > 0:
+            argv += ["--headless"]
     if d.max_num_seqs:
         argv += ["--max-num-seqs", str(d.max_num_seqs)]
     if d.quantization:
@@ -71,5 +79,5 @@ def sglang_argv(d: DeploymentSpec, model_path: str, rank: int = 0, head_address:
 
 def engine_argv(d: DeploymentSpec, model_path: str, rank: int = 0, head_address: str | None = None) -> list[str]:
     if d.engine == "vllm":
-        return vllm_argv(d, model_path)
+        return vllm_argv(d, model_path, rank, head_address)
     return sglang_argv(d, model_path, rank, head_address)

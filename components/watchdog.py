@@ -50,3 +50,42 @@ class Watchdog(pulumi.ComponentResource):
             delete=render("scripts/remove-watchdog.sh.j2", **paths, **names),
             expect=UnitRunning(head.name, timer, timer_text))
         self.register_outputs({"timer": timer, "node": head.name})
+
+
+class RankWatch(pulumi.ComponentResource):
+    """On a node of a native deployment other than the head: a timer that restarts the rank's unit
+    once it has joined its head and then lost every connection to it (the head restarted alone:
+    the rank would wait on its dead peers forever, and the new head for it).
+    templates/scripts/rank-watch.sh.j2 says how it tells."""
+
+    def __init__(self, spec: DeploymentSpec, node: Node, rank: int, *, engine_unit: str, container: str | None,
+                 head_address: str, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
+                 opts: pulumi.ResourceOptions | None = None):
+        name = f"{spec.name}-rank{rank}"
+        super().__init__(types.RANK_WATCH, f"{name}-watch", None, opts)
+        w = spec.watchdog
+        service, timer = f"bws-{name}-watch.service", f"bws-{name}-watch.timer"
+        script_dir = f"{state_dir}/watchdog"
+        script_path = f"{script_dir}/{name}.sh"
+        names = dict(deployment=name, timer=timer, service=service, interval_s=w.interval_s,
+                     failures=w.failures, restart_units=[engine_unit])
+        script = render("scripts/rank-watch.sh.j2", engine_unit=engine_unit, container=container,
+                        head_address=head_address, **names)
+        timer_text = render("units/watchdog.timer.j2", **names)
+        units = [(service, render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
+                                  timeout_s=30, **names)),
+                 (timer, timer_text)]
+        paths = dict(script_dir=script_dir, script_path=script_path)
+        armed = (f"armed: every {w.interval_s} s, {w.failures} checks in a row without a connection to the head "
+                 f"{head_address} (once joined) restart {engine_unit}")
+        self.command = run(
+            f"{name}-watch-timer", node, parent=self, depends_on=depends_on, undo="remove",
+            step=StepInfo(node.name, "verify",
+                          do=f"Arm the rank watch of {spec.name} on {node.name} (rank {rank}): a restart when "
+                             f"its head restarted without it",
+                          undo=f"Disarm the rank watch of {spec.name} on {node.name}", priority="normal"),
+            create=render("scripts/install-watchdog.sh.j2", script_text=script, units=units, armed=armed,
+                          **paths, **names),
+            delete=render("scripts/remove-watchdog.sh.j2", joined_state=True, **paths, **names),
+            expect=UnitRunning(node.name, timer, timer_text))
+        self.register_outputs({"timer": timer, "node": node.name})

@@ -38,8 +38,8 @@ def cross_problems(spec: "StackSpec") -> list[str]:
 
 
 def engine_unit_nodes(d: "DeploymentSpec") -> list[str]:
-    """The nodes that run the deployment's own unit: every rank for SGLang's native launch, the
-    head otherwise."""
+    """The nodes that run the deployment's own unit: every rank for the engine's native launch
+    (SGLang's or vLLM's), the head otherwise."""
     return list(d.nodes) if d.topology == "native" else d.nodes[:1]
 
 
@@ -109,10 +109,12 @@ def port_problems(spec: "StackSpec") -> list[str]:
                 claim(d.nodes[0], check.port, "fabric.bandwidth_check.port", "the fabric bandwidth check's port")
     for i, d in enumerate(spec.deployments):
         p = f"deployments[{i}]"
-        for n in engine_unit_nodes(d):
+        # vLLM's native launch runs the API on the head only (the other ranks are --headless).
+        for n in (engine_unit_nodes(d) if d.engine == "sglang" else d.nodes[:1]):
             claim(n, d.port, f"{p}.port", f"the API port of deployment '{d.name}'")
         if d.topology == "native":
-            claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the SGLang dist-init port of deployment '{d.name}'")
+            what = "SGLang dist-init port" if d.engine == "sglang" else "vLLM master port (--master-port)"
+            claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the {what} of deployment '{d.name}'")
     if spec.gateway is not None:  # components/gateway.py
         claim(spec.gateway.node, spec.gateway.port, "gateway.port", "the gateway's port")
     for n in spec.layer_registry_nodes():  # components/layer_registry.py (on loopback: still the node's port)
@@ -153,7 +155,9 @@ def gpu_problems(spec: "StackSpec") -> list[str]:
     taken: dict[str, list[tuple[int, str, int]]] = {}  # node → [(deployment index, name, GPUs)]
     for i, d in enumerate(spec.deployments):
         for j, n in enumerate(d.nodes):
-            if n not in d.engine_nodes:
+            # A cpu node's "GPU" is its cores, which the processes on it share (the lab: an engine
+            # of two nodes and a second engine on one of them).
+            if n not in d.engine_nodes or spec.node(n).gpu.kind == "cpu":
                 continue
             need = gpu_share(spec, d, n)
             before = taken.setdefault(n, [])

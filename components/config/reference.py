@@ -130,9 +130,10 @@ before anything runs on a node:
   (`--api-key …`, `--api-key=…`, any `hf_…` token): use `api_key` and `models[].hf_token`.
 - Names refer to entries that exist; tensor_parallel × pipeline_parallel equals the GPUs of the
   deployment's engine nodes, and a deployment takes every GPU of those nodes: two deployments
-  never share one.
-- Ports: a deployment's `port` (every rank's node under `native`), SGLang's `dist_port`
-  (`native`), `ray.port`, Ray's client server ({RAY_CLIENT_PORT}) and dashboard ({RAY_DASHBOARD_PORT}, when
+  never share one (but may share a node of `gpu.kind: cpu`, whose cores its processes share).
+- Ports: a deployment's `port` (every rank's node under SGLang's `native`; vLLM's other ranks
+  run `--headless`, without the API), the `dist_port` of a `native` deployment (on its head),
+  `ray.port`, Ray's client server ({RAY_CLIENT_PORT}) and dashboard ({RAY_DASHBOARD_PORT}, when
   enabled) on each Ray head, `fabric.bandwidth_check.port`, `gateway.port` and
   `fabric.layer_registry.port` (on the build node of each image copied to peers) are unique on each
   node, differ from the node's SSH port, and are {FIRST_USER_PORT} or above. One Ray head per node.
@@ -147,7 +148,8 @@ before anything runs on a node:
   has its head on the gateway's node.
 - `retire` never lists our own `bws-*` units, nor {", ".join(f"`{u}`" for u in PROTECTED_UNITS)} or `systemd-*`
   (any suffix); `keep` never lists `bws-*`; a unit is listed once.
-- vLLM runs with topology `single` or `ray`; SGLang with `single` or `native`.
+- vLLM runs with topology `single`, `ray` or `native` (then tensor_parallel × pipeline_parallel is a
+  multiple of the node count: each node runs as many ranks); SGLang with `single` or `native`.
 - No path has a `..` component; numbers are finite; no text is longer than 4096 characters.
 """
 

@@ -399,7 +399,9 @@ class DeploymentSpec(Strict):
         """The nodes whose GPUs hold the engine's ranks."""
         return self.nodes[:1] if self.executor == "head" else list(self.nodes)
     topology: Literal["single", "ray", "native"] = Field(
-        "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch (SGLang)")
+        "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch "
+                              "without Ray (SGLang --nnodes/--node-rank/--dist-init-addr; vLLM --nnodes/--node-rank/"
+                              "--master-addr/--master-port, the other ranks --headless)")
     executor: Literal["ray", "head"] = Field(
         "ray", description="topology ray only: 'ray' spreads the engine over the cluster "
                            "(--distributed-executor-backend ray); 'head' keeps the cluster spanning every node "
@@ -432,7 +434,9 @@ class DeploymentSpec(Strict):
     speculative: dict[str, str | int | float | bool] | None = Field(
         None, description="vLLM --speculative-config as a mapping")
     hierarchical_cache_ratio: float | None = Field(None, gt=0, le=1000, description="SGLang --enable-hierarchical-cache --hicache-ratio")
-    dist_port: int = Field(20000, ge=1, le=65535, description="SGLang --dist-init-addr port (native topology)")
+    dist_port: int = Field(20000, ge=1, le=65535,
+                           description="native topology: the ranks' rendezvous port on the head's fabric address "
+                                       "(SGLang --dist-init-addr, vLLM --master-port)")
     extra_args: list[Annotated[OneLine, Field(max_length=512)]] = Field(
         default_factory=list, description="more engine arguments, appended as given (no secrets: use api_key)")
     env: dict[EnvName, Annotated[OneLine, Field(max_length=4096)]] = Field(
@@ -457,9 +461,12 @@ class DeploymentSpec(Strict):
             raise ValueError("executor: 'head' only applies to topology 'ray'; fix: remove it")
         if self.topology == "ray" and self.engine != "vllm":
             raise ValueError("topology: 'ray' is for vLLM; fix: use topology 'native' for SGLang")
-        if self.topology == "native" and self.engine == "vllm":
-            raise ValueError("topology: vLLM runs 'single' or over 'ray', not 'native' (that is SGLang's own "
-                             "multi-node launch); fix: use topology 'ray'")
+        world = self.tensor_parallel * self.pipeline_parallel
+        if self.topology == "native" and self.engine == "vllm" and world % len(self.nodes):
+            # vLLM's multi-node launch gives every node world / nnodes ranks.
+            raise ValueError(f"tensor_parallel: vLLM's native launch puts the same number of ranks on each node, "
+                             f"and tensor_parallel × pipeline_parallel = {world} does not divide over "
+                             f"{len(self.nodes)} nodes; fix: make the product a multiple of the node count")
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
         if self.benchmark.enabled and self.benchmark.max_tokens >= self.max_model_len:

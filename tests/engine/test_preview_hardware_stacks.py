@@ -68,7 +68,19 @@ def test_spark_duo_sglang_preview_lists_seed_002s_first_attempt(project):
     assert {"qwen35-sglang-spark-1a32-install", "qwen35-sglang-spark-5be3-install"} <= set(steps)
 
 
-@pytest.mark.parametrize("stack", ["spark-duo", "spark-duo-sglang", "rtxpro-quad", "rtxpro-quad-docker"])
+def test_spark_duo_native_preview_lists_both_ranks_and_no_ray(project):
+    """vLLM's own two-node launch on the Sparks: a unit per rank (the secondary's --headless),
+    no Ray units, and the secondary's rank watch."""
+    steps = creates(preview_json(project, "spark-duo-native", OFFLINE))
+    assert {"qwen35-spark-1a32-install", "qwen35-spark-5be3-install", "qwen35-rank1-watch-timer"} <= set(steps)
+    assert not [name for name in steps if "-ray-" in name]
+    # The secondary's rank first: the head's unit waits for it.
+    assert steps["qwen35-spark-5be3-install"]["urn"] in steps["qwen35-spark-1a32-install"]["newState"]["dependencies"]
+    assert "192.168.200.12" in script(steps["qwen35-rank1-watch-timer"])
+    assert "/v1/chat/completions" in script(steps["qwen35-health"])
+
+
+@pytest.mark.parametrize("stack", ["spark-duo", "spark-duo-native", "spark-duo-sglang", "rtxpro-quad", "rtxpro-quad-docker"])
 def test_the_engine_gives_the_pinned_urns(project, stack):
     """The golden URN lists (tests/unit/test_state_contract.py) are what the real engine plans."""
     golden = Path(__file__).resolve().parents[1] / "unit" / "golden" / f"urns-{stack}.txt"

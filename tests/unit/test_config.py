@@ -452,7 +452,7 @@ def test_head_executor_counts_only_the_heads_gpus():
     from components.config.load import values_from_stack_file
 
     values = values_from_stack_file(REPO / "stacks" / "Pulumi.lab.yaml")
-    values["deployments"][0]["tensor_parallel"] = 2
+    values["deployments"][0].update(topology="ray", executor="head", tensor_parallel=2)
     with pytest.raises(ConfigError) as err:
         parse(values, "stacks/Pulumi.lab.yaml")
     assert "blackwell-serving:deployments[0].tensor_parallel" in str(err.value)

@@ -47,6 +47,22 @@ def lab_one_engine_doc() -> dict:
     return doc
 
 
+def lab_ray_doc() -> dict:
+    """lab_one_engine_doc with its engine as the lab had it before vLLM's native launch: a Ray
+    cluster over both nodes, the engine on the head alone (executor head): the base of the checks
+    of Ray clusters and of a head executor."""
+    doc = lab_one_engine_doc()
+    c = doc["config"]
+    d = c[P + "deployments"][0]
+    for key in ("dist_port",):
+        d.pop(key, None)
+    d.update(topology="ray", executor="head", tensor_parallel=1)
+    c[P + "ray"] = {"object_store_gb": 0.5, "join_timeout_s": 300}
+    for node in c[P + "nodes"]:
+        node["gpu"]["memory_gb"] = 8
+    return doc
+
+
 _CACHE: dict[str, Any] = {}
 
 

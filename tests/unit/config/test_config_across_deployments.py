@@ -13,13 +13,13 @@ import pytest
 
 from components.config import load_stack_file
 from components.preflight.stack_fit import PreflightError, check_stack_fit, shared_node_problems, stack_fit
-from tests.unit.config.stacks import (P, both_paths_error, file_error, lab_one_engine_doc, load_engine_path,
+from tests.unit.config.stacks import (P, both_paths_error, file_error, lab_ray_doc, load_engine_path,
                                       shipped_doc, write_doc)
 
 
 def lab_with_three_nodes() -> dict:
     """The lab stack (its first deployment) with a third node, lab-3, that has the image and the model."""
-    doc = lab_one_engine_doc()
+    doc = lab_ray_doc()
     c = doc["config"]
     third = copy.deepcopy(c[P + "nodes"][1])
     third.update(name="lab-3", host="198.18.0.13", fabric_address="198.19.0.13")
@@ -150,6 +150,10 @@ def test_api_port_equal_to_the_nodes_ssh_port(tmp_path):
 def test_two_engines_on_one_nodes_gpus(tmp_path):
     doc = three_deployments()
     doc["config"][P + "deployments"][2].update(nodes=["lab-2"], port=8002)
+    # A cpu node (the lab's) is shared by the engines on it ...
+    load_engine_path(doc["config"])
+    # ... a node with a GPU is not.
+    doc["config"][P + "nodes"][1]["gpu"]["kind"] = "gb10"
     both_paths_error(tmp_path, doc, P + "deployments[2].nodes[0]", "GPUs of node 'lab-2'",
                      "already taken by deployment 'small' (deployments[1]: 1 GPU)",
                      "tensor_parallel 1 × pipeline_parallel 1 on one node", "need 2 of its 1 (gpu.count)",
@@ -167,6 +171,8 @@ def test_a_ray_engine_over_both_nodes_and_a_single_engine_on_one(tmp_path):
     doc = three_deployments()
     doc["config"][P + "deployments"][0].pop("executor")
     doc["config"][P + "deployments"][0]["tensor_parallel"] = 2
+    for node in doc["config"][P + "nodes"]:  # GPUs (a cpu node's cores are shared)
+        node["gpu"]["kind"] = "gb10"
     both_paths_error(tmp_path, doc, P + "deployments[1].nodes[0]", "GPUs of node 'lab-2'",
                      "deployment 'tiny' (deployments[0]: 1 GPU)", "need 2 of its 1")
 

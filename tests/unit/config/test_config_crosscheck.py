@@ -9,12 +9,12 @@ import copy
 
 import pytest
 
-from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, load_engine_path, shipped_doc
+from tests.unit.config.stacks import P, both_paths_error, lab_ray_doc, load_engine_path, shipped_doc
 
 
 def cfg(stack: str) -> dict:
-    """A shipped stack; the lab with its first deployment only (these tests add their own)."""
-    return lab_one_engine_doc() if stack == "lab" else shipped_doc(stack)
+    """A shipped stack; the lab with its first deployment only, over Ray (these tests add their own)."""
+    return lab_ray_doc() if stack == "lab" else shipped_doc(stack)
 
 
 def second_deployment(doc: dict, **changes) -> dict:
@@ -216,10 +216,22 @@ def test_a_unit_retired_twice(tmp_path):
 # --------------------------------------------------------------------------------------------
 # Engines and topologies
 
-def test_vllm_with_the_native_topology_is_refused(tmp_path):
+def test_vllm_native_with_ranks_that_do_not_divide_over_the_nodes_is_refused(tmp_path):
+    doc = cfg("spark-duo")
+    doc["config"][P + "deployments"][0].update(topology="native", tensor_parallel=3)
+    both_paths_error(tmp_path, doc, P + "deployments[0].tensor_parallel", "vLLM's native launch",
+                     "does not divide over 2 nodes")
+
+
+def test_vllm_native_claims_its_master_port_on_the_head_and_the_api_port_there_only(tmp_path):
+    doc = cfg("spark-duo")
+    doc["config"][P + "deployments"][0].update(topology="native", dist_port=8000)
+    both_paths_error(tmp_path, doc, P + "deployments[0].dist_port", "port 8000", "API port")
     doc = cfg("spark-duo")
     doc["config"][P + "deployments"][0]["topology"] = "native"
-    both_paths_error(tmp_path, doc, P + "deployments[0].topology", "vLLM runs 'single' or over 'ray'")
+    # The other ranks run --headless: the API port is free there (here: the worker's SSH port).
+    doc["config"][P + "nodes"][1]["ssh"]["port"] = 8000
+    load_engine_path(doc["config"])
 
 
 # --------------------------------------------------------------------------------------------

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, shipped_doc
+from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, lab_ray_doc, shipped_doc
 
 
 def nodes(doc: dict) -> list[dict]:
@@ -59,7 +59,7 @@ def test_a_state_directory_that_is_a_home(tmp_path):
 
 
 def test_a_ray_object_store_larger_than_the_node(tmp_path):
-    doc = lab_one_engine_doc()
+    doc = lab_ray_doc()
     doc["config"][P + "ray"] = {"object_store_gb": 64}
     both_paths_error(tmp_path, doc, P + "ray.object_store_gb", "does not fit in the 8 GB of lab-1", "a few GB")
 

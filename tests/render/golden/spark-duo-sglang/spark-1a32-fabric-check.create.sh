@@ -52,6 +52,7 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
+    awk) package=mawk ;;
     ip) package=iproute2 ;;
     ping) package=iputils-ping ;;
     *) ;;
@@ -88,8 +89,16 @@ state=$(cat "/sys/class/net/$dev/operstate")
 flags=$(ip -o link show dev "$dev")
 case "$flags" in *"state DOWN"*|*",UP"*"NO-CARRIER"*) fail "fabric netdev $dev is down ($state)";; esac
 case "$flags" in *"<"*UP*">"*) ;; *) fail "fabric netdev $dev is administratively down";; esac
-ip -o -4 addr show dev "$dev" | grep -qF " $address/" \
-  || fail "fabric netdev $dev does not hold $address"
+if ! ip -o -4 addr show dev "$dev" | grep -qF " $address/"; then
+  # The ranks and Ray would bind $dev (GLOO/NCCL_SOCKET_IFNAME) and talk over another network.
+  holder=$(ip -o -4 addr show | awk -v a="$address/" 'index($4, a) == 1 { print $2; exit }')
+  if [ -n "$holder" ]; then
+    fail "fabric netdev $dev does not hold $address: $holder does, and GLOO/NCCL/UCX would use $dev" \
+         "(not the fabric); fix: set fabric.netdev (or this node's nodes[].fabric.netdev) to $holder"
+  fi
+  fail "fabric netdev $dev does not hold $address, nor does any interface of this node; fix: give $dev" \
+       "that address, or set nodes[].fabric_address to the address $dev has"
+fi
 mtu=$(cat "/sys/class/net/$dev/mtu")
 want_mtu=9000
 [ "$mtu" = "$want_mtu" ] || fail "fabric netdev $dev has MTU $mtu, expected $want_mtu"

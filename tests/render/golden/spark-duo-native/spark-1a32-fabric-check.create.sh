@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Remove a unit we own: stop, disable, delete its file and the record of what it started with
-# (its environment file is its env step's: removed after it).
+# Preflight, before any unit is stopped: the fabric link of this node is usable — the netdev
+# exists and is up with its address and MTU, the RDMA ports are ACTIVE, and peers answer.
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-head.service' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'preflight fabric' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -52,7 +52,9 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
-    systemctl) package=systemd ;;
+    awk) package=mawk ;;
+    ip) package=iproute2 ;;
+    ping) package=iputils-ping ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -79,8 +81,30 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-systemctl disable --now bws-tiny-ray-head.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-ray-head.service /var/lib/blackwell-serving/units/bws-tiny-ray-head.service.inputs
-systemctl daemon-reload
-systemctl reset-failed bws-tiny-ray-head.service >/dev/null 2>&1 || true
-log "removed"
+dev=enp1s0f1np1
+address=192.168.200.12
+fail() { log "$* on node spark-1a32; nothing was stopped"; exit 1; }
+[ -d "/sys/class/net/$dev" ] || fail "fabric netdev $dev does not exist"
+state=$(cat "/sys/class/net/$dev/operstate")
+flags=$(ip -o link show dev "$dev")
+case "$flags" in *"state DOWN"*|*",UP"*"NO-CARRIER"*) fail "fabric netdev $dev is down ($state)";; esac
+case "$flags" in *"<"*UP*">"*) ;; *) fail "fabric netdev $dev is administratively down";; esac
+if ! ip -o -4 addr show dev "$dev" | grep -qF " $address/"; then
+  # The ranks and Ray would bind $dev (GLOO/NCCL_SOCKET_IFNAME) and talk over another network.
+  holder=$(ip -o -4 addr show | awk -v a="$address/" 'index($4, a) == 1 { print $2; exit }')
+  if [ -n "$holder" ]; then
+    fail "fabric netdev $dev does not hold $address: $holder does, and GLOO/NCCL/UCX would use $dev" \
+         "(not the fabric); fix: set fabric.netdev (or this node's nodes[].fabric.netdev) to $holder"
+  fi
+  fail "fabric netdev $dev does not hold $address, nor does any interface of this node; fix: give $dev" \
+       "that address, or set nodes[].fabric_address to the address $dev has"
+fi
+mtu=$(cat "/sys/class/net/$dev/mtu")
+want_mtu=9000
+[ "$mtu" = "$want_mtu" ] || fail "fabric netdev $dev has MTU $mtu, expected $want_mtu"
+port_state=$(cat /sys/class/infiniband/rocep1s0f1/ports/1/state 2>/dev/null || echo "missing")
+case "$port_state" in *ACTIVE*) ;; *) fail "RDMA port rocep1s0f1 is $port_state";; esac
+port_state=$(cat /sys/class/infiniband/roceP2p1s0f1/ports/1/state 2>/dev/null || echo "missing")
+case "$port_state" in *ACTIVE*) ;; *) fail "RDMA port roceP2p1s0f1 is $port_state";; esac
+ping -c 2 -W 2 -I "$dev" 192.168.200.13 >/dev/null 2>&1 || fail "peer 192.168.200.13 does not answer on the fabric"
+log "link $dev up, $address, MTU $mtu, RDMA ports active, peers answer"

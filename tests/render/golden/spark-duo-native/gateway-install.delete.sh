@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Remove a unit we own: stop, disable, delete its file and the record of what it started with
-# (its environment file is its env step's: removed after it).
+# Remove the gateway: stop, disable, delete its unit and its routes (its keys are its env
+# step's: removed after it).
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-worker.service' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'gateway bws-gateway.service' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -52,6 +52,7 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
+    docker) package=docker.io ;;
     systemctl) package=systemd ;;
     *) ;;
   esac
@@ -79,8 +80,10 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-systemctl disable --now bws-tiny-ray-worker.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-ray-worker.service /var/lib/blackwell-serving/units/bws-tiny-ray-worker.service.inputs
+systemctl disable --now bws-gateway.service >/dev/null 2>&1 || true
+docker rm -f bws-gateway >/dev/null 2>&1 || true
+rm -f /etc/systemd/system/bws-gateway.service
+rm -rf /etc/blackwell-serving/gateway
 systemctl daemon-reload
-systemctl reset-failed bws-tiny-ray-worker.service >/dev/null 2>&1 || true
+systemctl reset-failed bws-gateway.service >/dev/null 2>&1 || true
 log "removed"

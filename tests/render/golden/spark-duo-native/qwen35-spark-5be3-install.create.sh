@@ -6,7 +6,7 @@
 # restarts nothing. Its secrets are another step's (install-env.sh.j2), never on this one's stdin.
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-worker.service' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'unit bws-qwen35.service' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -83,16 +83,16 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-unit_path=/etc/systemd/system/bws-tiny-ray-worker.service
+unit_path=/etc/systemd/system/bws-qwen35.service
 # The triggers the running unit was started with (written at each restart done here).
 record_dir=/var/lib/blackwell-serving/units
-record="$record_dir"/bws-tiny-ray-worker.service.inputs
+record="$record_dir"/bws-qwen35.service.inputs
 inputs="${BWS_INPUTS-}"
 install -d -m 0755 "$record_dir"
 cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
-# Managed by blackwell-serving (RayCluster tiny-ray); edits are drift and are reverted by `pulumi up`.
+# Managed by blackwell-serving (Deployment qwen35); edits are drift and are reverted by `pulumi up`.
 [Unit]
-Description=blackwell-serving Ray worker (tiny-ray)
+Description=blackwell-serving vllm qwen35 (rank 1)
 After=docker.service network-online.target
 Wants=network-online.target
 # Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
@@ -102,29 +102,39 @@ Requires=docker.service
 
 [Service]
 Type=simple
-Environment="NCCL_SOCKET_IFNAME=eth1"
-Environment="GLOO_SOCKET_IFNAME=eth1"
-Environment="TP_SOCKET_IFNAME=eth1"
-Environment="UCX_NET_DEVICES=eth1"
+Environment="NCCL_SOCKET_IFNAME=enp1s0f1np1"
+Environment="GLOO_SOCKET_IFNAME=enp1s0f1np1"
+Environment="TP_SOCKET_IFNAME=enp1s0f1np1"
+Environment="UCX_NET_DEVICES=enp1s0f1np1"
 Environment="NCCL_IB_GID_INDEX=3"
-Environment="NCCL_IB_DISABLE=1"
-Environment="VLLM_HOST_IP=198.19.0.12"
-Environment="SGLANG_HOST_IP=198.19.0.12"
-Environment="RAY_NODE_IP_ADDRESS=198.19.0.12"
-Environment="VLLM_CPU_KVCACHE_SPACE=1"
-ExecStartPre="/usr/bin/mkdir" "-p" "/var/lib/blackwell-serving/ray/tiny-ray"
-ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "198.19.0.11" "6379" "300"
-ExecStartPre=-/usr/bin/docker rm -f "bws-tiny-ray-worker"
-ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-worker" \
+Environment="NCCL_IB_HCA=rocep1s0f1,roceP2p1s0f1"
+Environment="VLLM_HOST_IP=192.168.200.13"
+Environment="SGLANG_HOST_IP=192.168.200.13"
+Environment="RAY_NODE_IP_ADDRESS=192.168.200.13"
+Environment="HF_HUB_OFFLINE=1"
+Environment="VLLM_ATTENTION_BACKEND=FLASHINFER"
+ExecStartPre="/bin/sh" "-c" "sync && echo 3 > /proc/sys/vm/drop_caches"
+ExecStartPre=-/usr/bin/docker rm -f "bws-qwen35"
+ExecStart=/usr/bin/docker run --rm --name "bws-qwen35" \
   "--network" \
   "host" \
+  "--ipc" \
+  "host" \
+  "--gpus" \
+  "all" \
   "--init" \
   "--shm-size" \
-  "2g" \
+  "32g" \
+  "--ulimit" \
+  "memlock=-1:-1" \
+  "--device" \
+  "/dev/infiniband" \
+  "--cap-add" \
+  "IPC_LOCK" \
   "-v" \
   "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
-  "-v" \
-  "/var/lib/blackwell-serving/ray/tiny-ray:/tmp/ray" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/qwen35.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "-e" \
   "NCCL_SOCKET_IFNAME" \
   "-e" \
@@ -136,7 +146,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-worker" \
   "-e" \
   "NCCL_IB_GID_INDEX" \
   "-e" \
-  "NCCL_IB_DISABLE" \
+  "NCCL_IB_HCA" \
   "-e" \
   "VLLM_HOST_IP" \
   "-e" \
@@ -144,16 +154,48 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny-ray-worker" \
   "-e" \
   "RAY_NODE_IP_ADDRESS" \
   "-e" \
-  "VLLM_CPU_KVCACHE_SPACE" \
-  "blackwell-serving/vllm-lab:2b5ceeb6797a" \
-  "ray" \
-  "start" \
-  "--block" \
-  "--address=198.19.0.11:6379" \
-  "--node-ip-address=198.19.0.12" \
-  "--object-store-memory=536870912" \
-  "--disable-usage-stats"
-ExecStop=/usr/bin/docker stop -t 30 "bws-tiny-ray-worker"
+  "HF_HUB_OFFLINE" \
+  "-e" \
+  "VLLM_ATTENTION_BACKEND" \
+  "hellohal2064/vllm-qwen3.5-gb10:latest" \
+  "/bin/sh" \
+  "-c" \
+  "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \
+  "engine" \
+  "vllm" \
+  "serve" \
+  "/var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000" \
+  "--served-model-name" \
+  "qwen3.5-122b" \
+  "--host" \
+  "0.0.0.0" \
+  "--port" \
+  "8000" \
+  "--tensor-parallel-size" \
+  "2" \
+  "--pipeline-parallel-size" \
+  "1" \
+  "--gpu-memory-utilization" \
+  "0.8" \
+  "--max-model-len" \
+  "131072" \
+  "--kv-cache-dtype" \
+  "fp8" \
+  "--nnodes" \
+  "2" \
+  "--node-rank" \
+  "1" \
+  "--master-addr" \
+  "192.168.200.12" \
+  "--master-port" \
+  "29501" \
+  "--headless" \
+  "--enable-auto-tool-choice" \
+  "--tool-call-parser" \
+  "qwen3_coder" \
+  "--reasoning-parser" \
+  "qwen3"
+ExecStop=/usr/bin/docker stop -t 30 "bws-qwen35"
 Restart=always
 RestartSec=10
 TimeoutStartSec=infinity
@@ -169,19 +211,24 @@ else
   mv -f "$unit_path.tmp" "$unit_path"
   why="its text changed"
 fi
-if [ -n "$why" ] || [ "$(systemctl show -p NeedDaemonReload --value bws-tiny-ray-worker.service)" = yes ]; then
+if [ -n "$why" ] || [ "$(systemctl show -p NeedDaemonReload --value bws-qwen35.service)" = yes ]; then
   systemctl daemon-reload
 fi
-systemctl enable bws-tiny-ray-worker.service >/dev/null 2>&1
-if [ -z "$why" ] && ! systemctl is-active --quiet bws-tiny-ray-worker.service; then
+systemctl enable bws-qwen35.service >/dev/null 2>&1
+if [ -z "$why" ] && ! systemctl is-active --quiet bws-qwen35.service; then
   why="it is not running"
 elif [ -z "$why" ] && [ -f "$record" ]; then
   if [ "$(cat "$record")" != "$inputs" ]; then why="its inputs changed (image or environment)"; fi
 elif [ -z "$why" ]; then
   # Installed by an earlier version, which restarted it at each run: it runs what that run
-  # wrote,
+  # wrote, unless its environment file was rewritten after it started,
   # or its container runs an image other than the one its inputs name.
-  running=$(docker inspect --format '{{.Image}}' bws-tiny-ray-worker 2>/dev/null || true)
+  env_path=/etc/blackwell-serving/qwen35.env
+  since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value bws-qwen35.service)" +%s 2>/dev/null || echo 0)
+  if [ ! -f "$env_path" ] || [ "$(stat -c %Y "$env_path")" -gt "$since" ]; then
+    why="its environment changed"
+  fi
+  running=$(docker inspect --format '{{.Image}}' bws-qwen35 2>/dev/null || true)
   case " $inputs " in
     *" ${running:-none} "*) ;;
     *) why="its container runs another image" ;;
@@ -192,17 +239,17 @@ if [ -z "$why" ]; then
   log "unchanged and running: not restarted"
 else
   log "restarting: $why"
-  systemctl restart bws-tiny-ray-worker.service
+  systemctl restart bws-qwen35.service
   printf '%s\n' "$inputs" > "$record.tmp"
   mv -f "$record.tmp" "$record"
   sleep 2
-  if ! systemctl is-active --quiet bws-tiny-ray-worker.service; then
+  if ! systemctl is-active --quiet bws-qwen35.service; then
     log "did not stay up; last lines of its journal:"
-    journalctl -u bws-tiny-ray-worker.service -n 30 --no-pager >&2 || true
+    journalctl -u bws-qwen35.service -n 30 --no-pager >&2 || true
     exit 1
   fi
   log "active"
 fi
 # This start's identity: the gates that check what the unit serves run again after every restart
 # done here (components/unit.py: SystemdUnit.started); unchanged when nothing was restarted.
-echo "started=$(systemctl show -p InvocationID --value bws-tiny-ray-worker.service)"
+echo "started=$(systemctl show -p InvocationID --value bws-qwen35.service)"

@@ -1,0 +1,127 @@
+#!/usr/bin/env bash
+# Run the layer registry on this node (components/layer_registry.py): a registry container whose
+# port is published on 127.0.0.1 only (Docker pushes there without any daemon configuration:
+# 127.0.0.0/8 is an insecure registry by default), its layers on the node's disk, restarted with
+# the daemon. Labelled with the digest of its configuration: the same one running is left alone,
+# another one is replaced (the layers stay).
+set -euo pipefail
+bws_said=()
+log() { printf '[blackwell %s] %s\n' 'layer registry on spark-1a32' "$*" >&2; bws_said+=("$*"); }
+progress_log=/var/log/blackwell-serving/layer-registry-on-spark-1a32.log
+progress() {
+  mkdir -p "$(dirname "$progress_log")"
+  if [ -z "${progress_told:-}" ]; then
+    progress_told=1
+    log "full output in $progress_log"
+  fi
+  tee -a "$progress_log" | awk -v shown=-1 -v RS='[\r\n]+' '
+    /^\[blackwell / { print; fflush(); next }
+    match($0, /[0-9]+(\.[0-9]+)?%/) {
+      p = substr($0, RSTART, RLENGTH - 1) + 0
+      if (p <= 100 && int(p / 10) > shown) { shown = int(p / 10); print; fflush() }
+      next
+    }
+    /^(Loaded image|#[0-9]+ \[|Step [0-9]+\/[0-9]+|Successfully (built|tagged))/ { print; fflush() }
+  ' >&2
+}
+bws_cleanup=""
+trap() {
+  if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
+    bws_cleanup=$1
+    builtin trap bws_exit EXIT
+  else
+    # shellcheck disable=SC2064 # the caller's words, as the caller quoted them
+    builtin trap "$@"
+  fi
+}
+bws_failed_command=""
+set -o errtrace
+trap 'bws_failed_command=$BASH_COMMAND' ERR
+# In a step, its timeout's TERM ends the script through the block (outside one, as before).
+[ -z "${BWS_DOING:-}" ] || trap 'exit 143' TERM
+trap : EXIT
+# The log file is appended to by every run: this run's lines are those after its present size.
+bws_log_from=1
+if [ -n "${progress_log:-}" ] && [ -f "$progress_log" ]; then
+  bws_log_from=$(($(stat -c %s "$progress_log") + 1))
+fi
+bws_log_tail() {
+  [ -z "${progress_log:-}" ] || tail -c "+$bws_log_from" "$progress_log" 2>/dev/null | tail -c 8000 | tr '\r' '\n' |
+    grep -v '^[[:space:]]*$' || true
+}
+bws_missing() {
+  # The command a status 127 did not find: named by bash in the log, or the failed command's first word.
+  local c
+  for c in $(bws_log_tail | sed -n 's/^.*: \([^ :]*\): command not found$/\1/p' | tail -n 3
+             printf '%s\n' "${bws_failed_command%% *}"); do
+    command -v "$c" >/dev/null 2>&1 || { printf '%s\n' "$c"; return 0; }
+  done
+}
+bws_exit() {
+  local rc=$? missing="" package="" meaning=""
+  set +e +o errtrace
+  builtin trap - ERR
+  eval "$bws_cleanup"
+  # Once per step: not for a subshell's own exit, nor outside a step.
+  [ "$rc" -ne 0 ] && [ -n "${BWS_DOING:-}" ] && [ "$BASHPID" = "$$" ] || return 0
+  case $rc in
+    127) missing=$(bws_missing); meaning="a command was not found${missing:+: $missing}" ;;
+    126) meaning="a command could not be run (not executable)" ;;
+    143) meaning="ended by SIGTERM: the step's timeout, or the run was stopped" ;;
+    *) meaning="${bws_failed_command:+the command that failed: ${bws_failed_command:0:160}}" ;;
+  esac
+  # The Debian package of each command this script names (templates/node-packages.txt; render.py).
+  case $missing in
+    docker) package=docker.io ;;
+    awk) package=mawk ;;
+    curl) package=curl ;;
+    *) ;;
+  esac
+  printf '\n%s\n' "FAILED: $BWS_DOING"
+  printf '  node:   %s\n' "${BWS_NODE:-?}"
+  printf '  status: exit %s%s\n' "$rc" "${meaning:+ ($meaning)}"
+  # Its last words: the script's own reason, often with its fix (not where the log file is).
+  local last=() line n=0
+  for line in "${bws_said[@]}"; do
+    case $line in "full output in "*) ;; *) last[n++]=$line ;; esac
+  done
+  for line in "${last[@]:$((n > 2 ? n - 2 : 0))}"; do
+    printf '  said:   %s\n' "${line:0:400}"
+  done
+  local tail_lines
+  tail_lines=$(bws_log_tail | tail -n 12 | cut -c1-300)
+  if [ -n "$tail_lines" ]; then
+    printf '  log:    last lines of %s\n' "$progress_log"
+    printf '%s\n' "$tail_lines" | sed 's/^/    | /'
+  fi
+  if [ -n "$package" ]; then
+    printf '  fix:    install the Debian package %s on %s (apt-get install %s); then run pulumi up again\n' "$package" "${BWS_NODE:-the node}" "$package"
+  elif [ -n "$missing" ]; then
+    printf '  fix:    install %s on %s (it is not on PATH there); then run pulumi up again\n' "$missing" \
+      "${BWS_NODE:-the node}"
+  fi
+}
+url=http://127.0.0.1:5055/v2/
+answers() { curl -fsS --noproxy '*' --max-time 5 -o /dev/null "$url" 2>/dev/null; }
+if [ "$(docker container inspect --format '{{ index .Config.Labels "org.blackwell-serving.config" }} {{ .State.Running }}' bws-layer-registry 2>/dev/null || true)" = '1800892a897c true' ]; then
+  log "already running"
+else
+  docker image inspect registry:2.8.3 >/dev/null 2>&1 || docker pull registry:2.8.3 2>&1 | progress
+  docker rm -f bws-layer-registry >/dev/null 2>&1 || true
+  mkdir -p /var/lib/blackwell-serving/layer-registry
+  docker run -d --name bws-layer-registry --restart unless-stopped \
+    --label org.blackwell-serving.config=1800892a897c \
+    -p 127.0.0.1:5055:5000 -v /var/lib/blackwell-serving/layer-registry:/var/lib/registry \
+    -e REGISTRY_STORAGE_DELETE_ENABLED=true registry:2.8.3 >/dev/null
+  log "started"
+fi
+deadline=$((SECONDS + 60))
+until answers; do
+  if [ "$SECONDS" -ge "$deadline" ]; then
+    log "no answer on $url after 60 s; the container's last lines:"
+    docker logs --tail 20 bws-layer-registry >&2 || true
+    exit 1
+  fi
+  sleep 1
+done
+log "answers on $url"
