@@ -41,8 +41,7 @@ url() {
 }
 unit bws-tiny-b-watchdog.timer
 unit bws-tiny-b.service
-unit bws-tiny-rank1-watch.timer
-unit bws-tiny.service
+unit bws-tiny-ray-worker.service
 unit embeddings.service
 image blackwell-serving/vllm-lab:2b5ceeb6797a
 dir /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1

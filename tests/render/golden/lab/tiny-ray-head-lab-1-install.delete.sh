@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Remove the EnvironmentFile of a unit we own (its unit is removed first: it depends on this).
+# Remove a unit we own: stop, disable, delete its file and the record of what it started with
+# (its environment file is its env step's: removed after it).
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'env bws-tiny.service' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-head.service' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -51,6 +52,7 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
+    systemctl) package=systemd ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -77,5 +79,8 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-rm -f /etc/blackwell-serving/tiny.env /etc/blackwell-serving/tiny.env.generation /etc/blackwell-serving/tiny.env.tmp
+systemctl disable --now bws-tiny-ray-head.service >/dev/null 2>&1 || true
+rm -f /etc/systemd/system/bws-tiny-ray-head.service /var/lib/blackwell-serving/units/bws-tiny-ray-head.service.inputs
+systemctl daemon-reload
+systemctl reset-failed bws-tiny-ray-head.service >/dev/null 2>&1 || true
 log "removed"

@@ -3,7 +3,7 @@
 # (its environment file is its env step's: removed after it).
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'unit bws-tiny.service' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-worker.service' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -79,8 +79,8 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-systemctl disable --now bws-tiny.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny.service /var/lib/blackwell-serving/units/bws-tiny.service.inputs
+systemctl disable --now bws-tiny-ray-worker.service >/dev/null 2>&1 || true
+rm -f /etc/systemd/system/bws-tiny-ray-worker.service /var/lib/blackwell-serving/units/bws-tiny-ray-worker.service.inputs
 systemctl daemon-reload
-systemctl reset-failed bws-tiny.service >/dev/null 2>&1 || true
+systemctl reset-failed bws-tiny-ray-worker.service >/dev/null 2>&1 || true
 log "removed"
