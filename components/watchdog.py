@@ -35,11 +35,8 @@ class Watchdog(pulumi.ComponentResource):
                      failures=w.failures, restart_units=list(restart_units))
         script = render("scripts/watchdog.sh.j2", engine_unit=engine_unit, timeout_s=w.timeout_s,
                         grace_s=spec.health.timeout_s, run_dir=RUN_DIR, **completion, **names)
-        timer_text = render("units/watchdog.timer.j2", **names)
-        units = [(service, render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
-                                  timeout_s=w.timeout_s, **names)),
-                 (timer, timer_text)]
-        paths = dict(script_dir=script_dir, script_path=script_path)
+        timer_text, units, paths = timer_units(names, engine_unit=engine_unit, script_dir=script_dir,
+                                               script_path=script_path, timeout_s=w.timeout_s)
         self.command = run(
             f"{spec.name}-watchdog-timer", head, parent=self, depends_on=depends_on, undo="remove",
             step=StepInfo(head.name, "verify",
@@ -50,6 +47,17 @@ class Watchdog(pulumi.ComponentResource):
             delete=render("scripts/remove-watchdog.sh.j2", **paths, **names),
             expect=UnitRunning(head.name, timer, timer_text))
         self.register_outputs({"timer": timer, "node": head.name})
+
+
+def timer_units(names: dict, *, engine_unit: str, script_dir: str, script_path: str,
+                timeout_s: int) -> tuple[str, list[tuple[str, str]], dict]:
+    """A watch's timer text, its (service, timer) units with their texts, and the paths its
+    install script writes: the watchdog's and the rank watch's are the same shape."""
+    timer_text = render("units/watchdog.timer.j2", **names)
+    units = [(names["service"], render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
+                                       timeout_s=timeout_s, **names)),
+             (names["timer"], timer_text)]
+    return timer_text, units, dict(script_dir=script_dir, script_path=script_path)
 
 
 class RankWatch(pulumi.ComponentResource):
@@ -71,11 +79,8 @@ class RankWatch(pulumi.ComponentResource):
                      failures=w.failures, restart_units=[engine_unit])
         script = render("scripts/rank-watch.sh.j2", engine_unit=engine_unit, container=container,
                         head_address=head_address, **names)
-        timer_text = render("units/watchdog.timer.j2", **names)
-        units = [(service, render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
-                                  timeout_s=30, **names)),
-                 (timer, timer_text)]
-        paths = dict(script_dir=script_dir, script_path=script_path)
+        timer_text, units, paths = timer_units(names, engine_unit=engine_unit, script_dir=script_dir,
+                                               script_path=script_path, timeout_s=30)
         armed = (f"armed: every {w.interval_s} s, {w.failures} checks in a row without a connection to the head "
                  f"{head_address} (once joined) restart {engine_unit}")
         self.command = run(
