@@ -66,14 +66,20 @@ def environment() -> jinja2.Environment:
 
 
 @lru_cache(maxsize=1)
-def node_packages() -> tuple[tuple[str, tuple[str, ...]], ...]:
-    """(package, its commands) of templates/node-packages.txt."""
+def package_list(path: Path) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    """(package, the commands of it we run) of a package list: templates/node-packages.txt for
+    the nodes, scripts/host-packages.txt for the operator's machine (one format: a package, then
+    its commands; `#` comments)."""
     out = []
-    for line in (TEMPLATES / "node-packages.txt").read_text().splitlines():
+    for line in path.read_text().splitlines():
         words = line.split("#", 1)[0].split()
         if len(words) > 1:
             out.append((words[0], tuple(words[1:])))
     return tuple(out)
+
+
+def node_packages() -> tuple[tuple[str, tuple[str, ...]], ...]:
+    return package_list(TEMPLATES / "node-packages.txt")
 
 
 # Where a step's failure block (templates/scripts/_failure.sh.j2) takes its table of packages.

@@ -17,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from components.render import package_list
+
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = REPO / "scripts" / "host-packages.txt"
 
@@ -44,12 +46,7 @@ shopt suspend test times trap true type typeset ulimit umask unalias unset wait
 
 def package_commands() -> dict[str, str]:
     """command -> package, from scripts/host-packages.txt."""
-    out = {}
-    for line in PACKAGES.read_text().splitlines():
-        words = line.split("#", 1)[0].split()
-        for command in words[1:]:
-            out[command] = words[0]
-    return out
+    return {command: package for package, commands in package_list(PACKAGES) for command in commands}
 
 
 def essential_commands() -> set[str]:
