@@ -148,7 +148,7 @@ class ServingStack(pulumi.ComponentResource):
                                   {name: img.tag for name, img in self.images.items()})
         if spec.fabric is not None and spec.fabric.bandwidth_check is not None:
             previous: list = []
-            for d in (d for d in spec.deployments if d.topology != "single"):
+            for d in (d for d in spec.deployments if d.ranks_span_nodes):
                 model = self.models[d.model]
                 # After the image is on every node and the links are up (their message is the
                 # clearer one), and on a quiet link: after the model copies and the previous

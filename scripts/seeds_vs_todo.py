@@ -81,6 +81,8 @@ ADDED = [
     (r"^Download model", "the seeds' download item (seed 002, seed 003)"),
     (r"^Copy model", "not a seed item: the secondary's copy of the weights, over the fabric"),
     (r"^Stop and disable", "the seeds' stop item (seed 000, seed 002), after every preflight check"),
+    (r"^Write the secret environment", "added: the unit's secrets (API keys, tokens) in a root-only file of their own, "
+                                       "never in the unit or the preview"),
     (r"^Install and start", "seed 003 'Update systemd service' (the seeds' serving step)"),
     (r"^Health gate", "seed 003 'Test and verify serving works'"),
     (r"^Preflight: .* sees its .* GPU|^Preflight: .* has no GPU",

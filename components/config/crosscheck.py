@@ -105,7 +105,7 @@ def port_problems(spec: "StackSpec") -> list[str]:
     check = spec.fabric.bandwidth_check if spec.fabric is not None else None
     if check is not None:
         for d in spec.deployments:
-            if d.topology != "single":
+            if d.ranks_span_nodes:
                 claim(d.nodes[0], check.port, "fabric.bandwidth_check.port", "the fabric bandwidth check's port")
     for i, d in enumerate(spec.deployments):
         p = f"deployments[{i}]"
@@ -203,7 +203,7 @@ def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
                             f"the Ray {role} unit of deployment '{d.name}'"))
                 out.append((n, "container", f"bws-{cluster}-{role}", path,
                             f"the Ray {role} container of deployment '{d.name}'"))
-        if check is not None and d.topology != "single":
+        if check is not None and d.ranks_span_nodes:
             for r, n in enumerate(d.nodes):
                 out.append((n, "container", f"bws-{d.name}-bw-{r}", path,
                             f"the fabric bandwidth check of deployment '{d.name}' (rank {r})"))

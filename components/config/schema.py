@@ -398,6 +398,12 @@ class DeploymentSpec(Strict):
     def engine_nodes(self) -> list[str]:
         """The nodes whose GPUs hold the engine's ranks."""
         return self.nodes[:1] if self.executor == "head" else list(self.nodes)
+
+    @property
+    def ranks_span_nodes(self) -> bool:
+        """Its engine's ranks talk across the fabric (what the bandwidth check measures); a Ray
+        cluster whose engine runs on its head alone (executor: head) does not."""
+        return len(self.engine_nodes) > 1
     topology: Literal["single", "ray", "native"] = Field(
         "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch "
                               "without Ray (SGLang --nnodes/--node-rank/--dist-init-addr; vLLM --nnodes/--node-rank/"

@@ -166,7 +166,7 @@ def deployment_problems(spec) -> list[str]:
         if d.topology == "ray":
             problems.append(f"deployments[{i}].topology: the Ray cluster runs in containers, and image '{d.image}' "
                             f"is a venv; fix: use topology 'single' or 'native', or a docker image")
-        if check and d.topology != "single":
+        if check and d.ranks_span_nodes:
             problems.append(f"deployments[{i}].image: fabric.bandwidth_check runs in the engine image, and "
                             f"'{d.image}' is a venv; fix: remove fabric.bandwidth_check, or use a docker image")
     return problems

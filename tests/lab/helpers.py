@@ -139,7 +139,7 @@ def one_node(c: dict) -> None:
     """The lab stack with everything on lab-1 (a single-node deployment: no image copy)."""
     m, d, img = c["blackwell-serving:models"][0], c["blackwell-serving:deployments"][0], c["blackwell-serving:images"][0]
     m["nodes"] = img["nodes"] = ["lab-1"]
-    d.update(nodes=["lab-1"], topology="single", health={"timeout_s": 600})
+    d.update(nodes=["lab-1"], topology="single", tensor_parallel=1, health={"timeout_s": 600})
     d.pop("executor", None)
     c.pop("blackwell-serving:fabric", None)
 

@@ -1,12 +1,13 @@
 """End to end on the lab, on the real engine: preview, up, a second up that does nothing, and a
 destroy that gives the nodes back. Every assertion reads the nodes themselves (systemctl,
-docker, ray, HTTP). Needs `tests/lab/lab up`; runs the operator's `lab` stack (.state/backend)."""
+docker, /proc, HTTP). Needs `tests/lab/lab up`; runs the operator's `lab` stack (.state/backend)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 import sys
+import time
 import urllib.request
 
 import pytest
@@ -20,8 +21,8 @@ pytestmark = pytest.mark.lab
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
 STACK = "lab"
-UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service", "bws-tiny-watchdog.timer"],
-         NODE2: ["bws-tiny-ray-worker.service"]}
+UNITS = {NODE1: ["bws-tiny.service", "bws-tiny-watchdog.timer", "bws-tiny-b-ray-worker.service"],
+         NODE2: ["bws-tiny.service", "bws-tiny-rank1-watch.timer", "bws-tiny-b-ray-head.service", "bws-tiny-b.service"]}
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 
 
@@ -55,8 +56,8 @@ def test_preview_before_up_lists_every_step(converged):
     for expected in ("lab-1-glm-retire", "lab-2-embeddings-check", "vllm-lab-build", "vllm-lab-sync-lab-2",
                      "tiny-upload", "tiny-fetch", "tiny-to-lab-2", "tiny-preflight-engine", "lab-1-fabric-check",
                      "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
-                     "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install",
-                     "tiny-ray-ready", "tiny-lab-1-install", "tiny-health"):
+                     "tiny-lab-2-install", "tiny-lab-1-install", "tiny-health", "tiny-rank1-watch-timer",
+                     "tiny-b-ray-head-lab-2-install", "tiny-b-ray-worker-lab-1-install", "tiny-b-ray-ready"):
         assert expected in names
 
 
@@ -88,10 +89,31 @@ def test_model_cached_and_verified_on_both_nodes(converged):
         assert "config.json" in sh(node, f"ls {MODEL_DIR}")
 
 
+def fabric_links(node, peer) -> int:
+    """Established TCP connections of the engine's container on `node` to `peer`'s fabric address."""
+    pid = sh(node, "docker inspect -f '{{.State.Pid}}' bws-tiny")
+    hex_ip = "".join(f"{int(o):02X}" for o in reversed(peer.fabric_ip.split(".")))
+    return int(sh(node, f"awk '$4 == \"01\" && substr($3, 1, 8) == \"{hex_ip}\"' /proc/{pid}/net/tcp | wc -l"))
+
+
+def test_one_engine_has_a_rank_on_each_node_joined_over_the_fabric(converged):
+    """lab-2's rank is a headless `vllm serve` (no API) holding its half of the weights, connected
+    to lab-1's rank over the fabric addresses, not the management ones."""
+    log = sh(NODE2, "docker logs bws-tiny 2>&1")
+    assert "headless multiproc executor" in log and "TP rank 1" in log, log[-3000:]
+    assert f"distributed_init_method=tcp://{NODE1.fabric_ip}:20000" in log
+    assert "TP rank 0" in sh(NODE1, "docker logs bws-tiny 2>&1")
+    assert fabric_links(NODE2, NODE1) > 0
+    assert "--headless" in sh(NODE2, "docker inspect -f '{{.Args}}' bws-tiny")
+    # No API on lab-2's rank.
+    assert sh(NODE2, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health || true") == "000"
+
+
 def test_ray_cluster_spans_both_nodes_on_the_fabric(converged):
+    """tiny-b's Ray cluster: head on lab-2, worker on lab-1, both joined on their fabric addresses."""
     probe = ("import ray; ray.init(address='auto', logging_level='ERROR'); "
              "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))")
-    out = sh(NODE1, f"docker exec bws-tiny-ray-head python3 -c \"{probe}\"")
+    out = sh(NODE2, f"docker exec bws-tiny-b-ray-head python3 -c \"{probe}\"")
     assert out.splitlines()[-1] == str(sorted([NODE1.fabric_ip, NODE2.fabric_ip]))
 
 
@@ -128,6 +150,34 @@ def test_engine_rejects_a_request_without_the_key(converged):
     with pytest.raises(urllib.error.HTTPError) as err:
         urllib.request.urlopen(request, timeout=30)
     assert err.value.code == 401
+
+
+def net_bytes(node) -> dict[str, int]:
+    """rx + tx bytes of each of the node's interfaces."""
+    out = sh(node, "for i in /sys/class/net/eth*; do echo ${i##*/} $(( $(cat $i/statistics/rx_bytes) "
+                   "+ $(cat $i/statistics/tx_bytes) )); done")
+    return {line.split()[0]: int(line.split()[1]) for line in out.splitlines()}
+
+
+def test_the_ranks_talk_over_the_fabric_not_the_management_network(converged):
+    """During a completion of 64 tokens, lab-2 (whose rank has no API: all its traffic is the
+    ranks') moves its bytes on the fabric netdev; the management one carries our SSH only."""
+    fabric = "eth1"  # fabric.netdev of the lab stack
+    before = net_bytes(NODE2)
+    request = urllib.request.Request(
+        f"http://{NODE1.mgmt_ip}:8000/v1/completions",
+        data=json.dumps({"model": "tiny-llama", "prompt": "hello", "max_tokens": 64, "ignore_eos": True,
+                         "temperature": 0}).encode(),
+        headers={"Content-Type": "application/json", "Authorization": f"Bearer {converged['api_key']}"})
+    with urllib.request.urlopen(request, timeout=300) as reply:
+        tokens = json.load(reply)["usage"]["completion_tokens"]
+    after = net_bytes(NODE2)
+    delta = {i: after[i] - before[i] for i in after}
+    mgmt = next(i for i in delta if i != fabric)
+    print(f"lab-2 during {tokens} tokens: {delta[fabric]} bytes on {fabric} (fabric, "
+          f"{delta[fabric] / tokens:.0f}/token), {delta[mgmt]} on {mgmt} (management)")
+    assert tokens == 64
+    assert delta[fabric] > 64 * 1000 and delta[fabric] > 10 * delta[mgmt], delta
 
 
 def test_second_up_changes_nothing(converged):
@@ -225,12 +275,12 @@ def test_unreachable_node_is_pending_in_the_list_and_up_changes_nothing(converge
     try:
         items = todo_list()
         unreachable = {i["id"] for i in items if "unreachable: " in i["reason"]}
-        # Besides them, only the checks on lab-1 that follow a start on lab-2 (Ray's readiness,
-        # tiny's gate: their triggers are the starts lab-2's steps would do).
+        # Besides them, only the checks on lab-1 that follow a start on lab-2 (tiny's gate: its
+        # triggers are the starts lab-2's steps would do).
         fed = {i["id"] for i in items if i["reason"] == "update: takes an earlier step's output"}
         assert unreachable | fed == {i["id"] for i in items}, items
-        assert fed <= {"tiny-ray-ready", "tiny-health"}, items
-        assert {"lab-2-embeddings-check", "lab-2-fabric-check", "tiny-ray-worker-lab-2-install",
+        assert fed <= {"tiny-health"}, items
+        assert {"lab-2-embeddings-check", "lab-2-fabric-check", "tiny-lab-2-install",
                 "vllm-lab-sync-lab-2", "tiny-to-lab-2"} <= unreachable
         assert not any(i["node"] == "lab-1" and i["id"].startswith("tiny-lab-1") for i in items)
         up = pulumi("up", "--yes", "--skip-preview")
@@ -257,14 +307,31 @@ def engine_answers() -> bool:
 # The lab engine's start (CPU vLLM, the tiny model) takes about a minute; bounds leave room for a
 # loaded machine.
 ENGINE_START_S = 240
+# lab-2's rank watch (tiny's watchdog settings: 2 checks 10 s apart) noticing a head restarted alone.
+RANK_WATCH_S = 3 * 10
 
 
 def test_a_killed_engine_container_serves_again_by_itself(converged):
     sh(NODE1, "docker kill bws-tiny")
-    # systemd's restart policy: RestartSec (10 s), then the engine's start.
-    took = wait_until(engine_answers, 10 + ENGINE_START_S, "serving again after docker kill")
+    # systemd's restart policy: RestartSec (10 s), then the engine's start; lab-2's rank, which
+    # does not notice, is restarted by its rank watch (2 checks 10 s apart) and meets the new head.
+    took = wait_until(engine_answers, 10 + RANK_WATCH_S + ENGINE_START_S, "serving again after docker kill")
     print(f"serving again {took:.0f} s after docker kill")
     assert int(unit_prop(NODE1, "bws-tiny.service", "NRestarts")) >= 1
+
+
+def test_a_killed_worker_rank_fails_completions_and_both_ranks_serve_again(converged):
+    """lab-2's rank killed: the head's completions fail (tensor parallel: every token needs both
+    ranks); the head's rank then exits (status 0: its units restart `always`), lab-2's unit
+    restarts, and they meet again."""
+    wait_until(engine_answers, ENGINE_START_S, "serving before the kill")
+    sh(NODE2, "docker kill bws-tiny")
+    start = time.monotonic()
+    assert not engine_answers()
+    wait_until(engine_answers, 2 * (10 + ENGINE_START_S), "serving again after lab-2's rank was killed")
+    print(f"serving again {time.monotonic() - start:.0f} s after lab-2's rank was killed")
+    assert int(unit_prop(NODE2, "bws-tiny.service", "NRestarts")) >= 1
+    assert fabric_links(NODE2, NODE1) > 0
 
 
 def test_a_wedged_engine_is_restarted_by_the_watchdog(converged):
@@ -278,10 +345,13 @@ def test_a_wedged_engine_is_restarted_by_the_watchdog(converged):
     # 2 checks 10 s apart, each waiting 10 s; docker stop's 30 s before it kills the frozen
     # processes; then the start.
     took = wait_until(lambda: unit_prop(NODE1, "bws-tiny.service", "InvocationID") != run_before and engine_answers(),
-                      2 * (10 + 10) + 30 + ENGINE_START_S, "serving again after SIGSTOP")
+                      2 * (10 + 10) + 30 + RANK_WATCH_S + ENGINE_START_S, "serving again after SIGSTOP")
     print(f"serving again {took:.0f} s after SIGSTOP")
     journal = sh(NODE1, "journalctl -u bws-tiny-watchdog.service --no-pager -o cat")
     assert "no completion (2 of 2 in a row)" in journal and "restarting" in journal, journal[-2000:]
+    # lab-2's rank lost its head and was restarted by its watch to meet the new one.
+    journal = sh(NODE2, "journalctl -u bws-tiny-rank1-watch.service --no-pager -o cat")
+    assert "restarting bws-tiny.service to meet the head again" in journal, journal[-2000:]
 
 
 def test_restarted_nodes_serve_again_with_glm_still_retired(converged):
@@ -297,8 +367,8 @@ def test_restarted_nodes_serve_again_with_glm_still_retired(converged):
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "disabled"
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") != "active"
     assert unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "ActiveState") == "active"
-    wait_until(lambda: unit_prop(NODE2, "bws-tiny-ray-worker.service", "ActiveState") == "active", 120,
-               "the Ray worker")
+    wait_until(lambda: unit_prop(NODE2, "bws-tiny.service", "ActiveState") == "active", 120,
+               "lab-2's rank")
     assert todo_list() == []
 
 

@@ -26,8 +26,8 @@ pytestmark = pytest.mark.lab
 NODE1, NODE2 = lab.nodes(2)
 PORT = 4000
 MODELS = ["tiny-llama", "tiny-llama-b"]
-ENGINES = {NODE1: ["bws-tiny.service", "bws-tiny-ray-head.service"],
-           NODE2: ["bws-tiny-b.service", "bws-tiny-ray-worker.service"]}
+ENGINES = {NODE1: ["bws-tiny.service", "bws-tiny-b-ray-worker.service"],
+           NODE2: ["bws-tiny-b.service", "bws-tiny.service", "bws-tiny-b-ray-head.service"]}
 GATEWAY = "bws-gateway.service"
 
 

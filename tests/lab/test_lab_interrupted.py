@@ -3,7 +3,7 @@ operator's next run (`python -m components.todo --up`) with nothing done by hand
 clears the dead run's lock of the backend and says so, names in one line the step it resumes
 (and shows none of Pulumi's advice to `pulumi refresh`, which does not apply), and converges (the image with one ID on both nodes, the model cache verified in full, a completion);
 a preview after it has nothing to do. No process of the killed run outlives it on this machine.
-The lab stack's first deployment (tiny over Ray on both nodes) as its own stack."""
+The lab stack's first deployment (tiny, one rank on each node) as its own stack."""
 
 from __future__ import annotations
 

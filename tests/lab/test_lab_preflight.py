@@ -42,7 +42,7 @@ def test_engine_without_the_architecture_stops_up_before_any_unit(lab_clean, tmp
         m, d, img = c["blackwell-serving:models"][0], c["blackwell-serving:deployments"][0], c["blackwell-serving:images"][0]
         m.update(revision="lab-novel", source={"kind": "local", "path": str(model)}, nodes=["lab-1"])
         img["nodes"] = ["lab-1"]
-        d.update(nodes=["lab-1"], topology="single")
+        d.update(nodes=["lab-1"], topology="single", tensor_parallel=1)
         d.pop("executor", None)
 
     stack = Stack(tmp_path, "lab-novel-arch", novel_model_on_one_node)
@@ -71,4 +71,23 @@ def test_fabric_link_down_on_node2_stops_up_before_any_unit(lab_clean, tmp_path)
         assert_untouched(before)
     finally:
         sh(NODE2, f"ip link set {lab.ENV['LAB_FABRIC_IFACE']} up")
+        stack.destroy()
+
+
+def test_a_fabric_netdev_that_does_not_carry_the_fabric_address_stops_up(lab_clean, tmp_path):
+    """fabric.netdev names an interface that exists but holds the management address: the ranks
+    would bind it (GLOO/NCCL_SOCKET_IFNAME) and talk over the management network. The fabric
+    check names the interface that holds the fabric address and the fix, before anything stops."""
+    fabric, mgmt = lab.ENV["LAB_FABRIC_IFACE"], lab.ENV["LAB_MGMT_IFACE"]
+    stack = Stack(tmp_path, "lab-wrong-netdev", lambda c: c["blackwell-serving:fabric"].update(netdev=mgmt))
+    before = nodes_as_found()
+    try:
+        up = stack.run("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0, out[-4000:]
+        assert any(f"fabric netdev {mgmt} does not hold {n.fabric_ip}: {fabric} does" in out for n in (NODE1, NODE2)), \
+            out[-4000:]
+        assert f"fix: set fabric.netdev (or this node's nodes[].fabric.netdev) to {fabric}" in out
+        assert_untouched(before)
+    finally:
         stack.destroy()

@@ -54,7 +54,7 @@ def venv_stack(c: dict) -> None:
     c["blackwell-serving:models"][0].update(name="tiny-venv", revision="lab-venv", nodes=["lab-1"])
     d = c["blackwell-serving:deployments"][0]
     d.update(name="tiny-venv", model="tiny-venv", served_name=SERVED, port=PORT, image=IMAGE, nodes=["lab-1"],
-             topology="single", health={"timeout_s": 600})
+             topology="single", tensor_parallel=1, health={"timeout_s": 600})
     for key in ("executor", "docker"):
         d.pop(key, None)
     # The fabric's bandwidth check runs in an engine image; this stack has none. glm and the

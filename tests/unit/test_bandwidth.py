@@ -57,10 +57,12 @@ def test_every_field_is_documented():
 
 
 @pytest.mark.parametrize("stack", STACKS)
-def test_one_check_per_multi_node_deployment_only_when_configured(stack):
+def test_one_check_per_deployment_with_ranks_on_several_nodes_only_when_configured(stack):
+    """A Ray cluster whose engine runs on its head alone (executor: head) gets none: no rank of it
+    crosses the fabric."""
     s = snap(stack)
     configured = s.spec.fabric is not None and s.spec.fabric.bandwidth_check is not None
-    multi = [d.name for d in s.spec.deployments if d.topology != "single"]
+    multi = [d.name for d in s.spec.deployments if d.ranks_span_nodes]
     expected = {f"{d}-bandwidth-check" for d in multi} if configured else set()
     assert set(bandwidth_commands(s)) == expected
     assert set(s.serving.bus_gbps) == (set(multi) if configured else set())
@@ -76,7 +78,7 @@ def test_not_there_when_the_lab_does_not_ask_for_it():
 @pytest.mark.parametrize("stack", ["lab", "spark-duo", "spark-duo-sglang"])
 def test_runs_on_the_head_after_the_image_is_on_every_node(stack):
     s = snap(stack)
-    [d] = [d for d in s.spec.deployments if d.topology != "single"]
+    [d] = [d for d in s.spec.deployments if d.ranks_span_nodes]
     r = s.by_name(f"{d.name}-bandwidth-check")
     assert parent_of(s, r).type == "blackwell:preflight:FabricBandwidth"
     assert host_of(r) == s.spec.node(d.nodes[0]).host
@@ -147,7 +149,7 @@ def env_of(argv: list[str]) -> dict[str, str]:
 @pytest.mark.parametrize("stack,backend", [("lab", "gloo"), ("spark-duo", "nccl"), ("spark-duo-sglang", "nccl")])
 def test_every_node_runs_one_rank_that_meets_on_the_heads_fabric_address(stack, backend):
     s = snap(stack)
-    [d] = [d for d in s.spec.deployments if d.topology != "single"]
+    [d] = [d for d in s.spec.deployments if d.ranks_span_nodes]
     check = s.spec.fabric.bandwidth_check
     script = script_of(s.by_name(f"{d.name}-bandwidth-check"))
     ranks = rank_lines(script)

@@ -174,7 +174,8 @@ def test_gateway_config_errors_name_the_key_and_the_fix(tmp_path, change, key, w
 def test_a_deployment_named_gateway_clashes_with_the_gateways_unit(tmp_path):
     doc = shipped_doc("lab")
     doc["config"][P + "deployments"][1]["name"] = "gateway"
-    doc["config"][P + "deployments"][1]["nodes"] = ["lab-2"]
+    doc["config"][P + "deployments"][1].update(nodes=["lab-2"], topology="single")
+    doc["config"][P + "deployments"][1].pop("executor")
     gw(doc)["node"] = "lab-2"
     doc["config"][P + "images"][1]["nodes"] = ["lab-2"]
     doc["config"][P + "images"][1]["build_node"] = "lab-2"

@@ -103,7 +103,7 @@ def test_sglang_native_api_port_is_claimed_on_every_rank(tmp_path):
 
 
 def test_bandwidth_check_port_equal_to_a_deployment_port(tmp_path):
-    doc = cfg("lab")
+    doc = shipped_doc("lab")  # its tiny: ranks on both nodes (a head executor's cluster is not measured)
     doc["config"][P + "fabric"]["bandwidth_check"]["port"] = 8000
     both_paths_error(tmp_path, doc, P + "deployments[0].port", "fabric bandwidth check")
 
@@ -165,8 +165,9 @@ def test_deployment_named_like_a_generated_ray_worker_unit(tmp_path):
 
 
 def test_deployment_named_like_a_generated_bandwidth_container(tmp_path):
-    doc = cfg("lab")
-    second_deployment(doc, name="tiny-bw-1", nodes=["lab-2"], topology="single", executor="ray")
+    doc = shipped_doc("lab")  # its tiny: ranks on both nodes, measured (bws-tiny-bw-0 and -1)
+    doc["config"][P + "deployments"][1].update(name="tiny-bw-1", nodes=["lab-2"], topology="single")
+    doc["config"][P + "deployments"][1].pop("executor")
     both_paths_error(tmp_path, doc, P + "deployments[1].name", "container name bws-tiny-bw-1",
                      "fabric bandwidth check")
 

@@ -49,7 +49,7 @@ def test_a_local_model_is_read_from_its_directory(tmp_path):
     tiny = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
     fit = stack_fit(lab.model_copy(update={"models": [tiny]}), offline=True)[0]
     assert fit.source == str(model)
-    assert fit.report.gpus[0].weight_bytes == 4096  # the lab serves on the head alone (TP 1)
+    assert fit.report.gpus[0].weight_bytes == 2048  # the lab's engine: tensor parallel 2 over both nodes
 
 
 def test_a_hub_model_without_config_or_catalog_entry_is_reported_unchecked():

@@ -86,11 +86,11 @@ bws_exit() {
 proc=/proc
 cgroot=/sys/fs/cgroup
 node=lab-2
-need=6900000000
+need=26100000000
 fail() { log "node $node: $*; nothing was stopped"; exit 1; }
 gb() { awk -v b="$1" 'BEGIN { printf "%.1f GB", b / 1e9 }'; }
 # What the deployments claim here, one line each: BYTES WHAT
-claims=$(printf '%s\n' '500000000 tiny: Ray object store 0.5 GB (ray.object_store_gb)' '6400000000 tiny-b: memory_fraction 0.8 × 8 GB × 1 GPU (deployments[1].memory_fraction)')
+claims=$(printf '%s\n' '12800000000 tiny: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[0].memory_fraction)' '12800000000 tiny-b: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[1].memory_fraction)' '500000000 tiny-b: Ray object store 0.5 GB (ray.object_store_gb)')
 claimed=$(while read -r b what; do printf '%s %s, ' "$what" "$(gb "$b")"; done <<< "$claims")
 claimed=${claimed%, }
 

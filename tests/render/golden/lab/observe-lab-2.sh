@@ -39,12 +39,21 @@ link() {
 url() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
+ray() {
+  local alive
+  alive=$(timeout 20 docker exec "$1" ray status 2>/dev/null \
+          | awk '/^Active:/{a=1; next} /^(Pending|Recent|Resources|Total|Usage)/{a=0} a && /node_/{n++} END{print n+0}')
+  printf 'ray\t%s\t%s\n' "$1" "${alive:-0}"
+}
+unit bws-tiny-b-ray-head.service
 unit bws-tiny-b-watchdog.timer
 unit bws-tiny-b.service
-unit bws-tiny-ray-worker.service
+unit bws-tiny-rank1-watch.timer
+unit bws-tiny.service
 unit embeddings.service
 image blackwell-serving/vllm-lab:2b5ceeb6797a
 dir /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 link eth1
 url http://127.0.0.1:8002/health
+ray bws-tiny-b-ray-head
 exit 0

@@ -113,6 +113,7 @@ Environment="SGLANG_HOST_IP=198.19.0.12"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.12"
 Environment="HF_HUB_OFFLINE=1"
 Environment="VLLM_CPU_KVCACHE_SPACE=1"
+ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "198.19.0.12" "6379" "300"
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny-b"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny-b" \
   "--network" \

@@ -227,7 +227,8 @@ n=$(( $(cat "$count" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$count"
 log "no completion ($n of 3 in a row): ${reply:0:300}"
 if [ "$n" -ge 3 ]; then
-  log "restarting" bws-tiny-b.service "(3 failed checks in a row)"
+  log "restarting" bws-tiny-b-ray-head.service bws-tiny-b.service "(3 failed checks in a row)"
+  systemctl restart bws-tiny-b-ray-head.service
   systemctl restart bws-tiny-b.service
   rm -f "$count"
 fi
@@ -263,4 +264,4 @@ mv -f /etc/systemd/system/bws-tiny-b-watchdog.timer.tmp /etc/systemd/system/bws-
 systemctl daemon-reload
 systemctl enable bws-tiny-b-watchdog.timer >/dev/null 2>&1
 systemctl restart bws-tiny-b-watchdog.timer
-log "armed: a completion every 30 s; 3 failures in a row restart" bws-tiny-b.service 
+log "armed: a completion every 30 s; 3 failures in a row restart" bws-tiny-b-ray-head.service bws-tiny-b.service 

@@ -92,7 +92,7 @@ install -d -m 0755 "$record_dir"
 cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 # Managed by blackwell-serving (Deployment tiny); edits are drift and are reverted by `pulumi up`.
 [Unit]
-Description=blackwell-serving vllm tiny
+Description=blackwell-serving vllm tiny (rank 0)
 After=docker.service network-online.target
 Wants=network-online.target
 # Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
@@ -113,7 +113,8 @@ Environment="SGLANG_HOST_IP=198.19.0.11"
 Environment="RAY_NODE_IP_ADDRESS=198.19.0.11"
 Environment="HF_HUB_OFFLINE=1"
 Environment="VLLM_CPU_KVCACHE_SPACE=1"
-ExecStartPre="/bin/bash" "-c" "end=$$((SECONDS + $$3)); until (exec 3<>\"/dev/tcp/$$1/$$2\") 2>/dev/null; do if [ \"$$SECONDS\" -ge \"$$end\" ]; then echo \"Ray head $$1:$$2 did not answer in $$3 s\" >&2; exit 1; fi; sleep 2; done" "wait-for-ray-head" "198.19.0.11" "6379" "300"
+Environment="OMP_NUM_THREADS=1"
+Environment="VLLM_CPU_OMP_THREADS_BIND=nobind"
 ExecStartPre=-/usr/bin/docker rm -f "bws-tiny"
 ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--network" \
@@ -147,6 +148,10 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "HF_HUB_OFFLINE" \
   "-e" \
   "VLLM_CPU_KVCACHE_SPACE" \
+  "-e" \
+  "OMP_NUM_THREADS" \
+  "-e" \
+  "VLLM_CPU_OMP_THREADS_BIND" \
   "blackwell-serving/vllm-lab:2b5ceeb6797a" \
   "/bin/sh" \
   "-c" \
@@ -162,7 +167,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "--port" \
   "8000" \
   "--tensor-parallel-size" \
-  "1" \
+  "2" \
   "--pipeline-parallel-size" \
   "1" \
   "--gpu-memory-utilization" \
@@ -171,11 +176,20 @@ ExecStart=/usr/bin/docker run --rm --name "bws-tiny" \
   "256" \
   "--kv-cache-dtype" \
   "auto" \
-  "--enforce-eager" \
+  "--nnodes" \
+  "2" \
+  "--node-rank" \
+  "0" \
+  "--master-addr" \
+  "198.19.0.11" \
+  "--master-port" \
+  "20000" \
+  "--compilation-config" \
+  "{\"mode\":2,\"backend\":\"eager\"}" \
   "--dtype" \
   "bfloat16"
 ExecStop=/usr/bin/docker stop -t 30 "bws-tiny"
-Restart=on-failure
+Restart=always
 RestartSec=10
 TimeoutStartSec=infinity
 TimeoutStopSec=60

@@ -227,8 +227,7 @@ n=$(( $(cat "$count" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$count"
 log "no completion ($n of 2 in a row): ${reply:0:300}"
 if [ "$n" -ge 2 ]; then
-  log "restarting" bws-tiny-ray-head.service bws-tiny.service "(2 failed checks in a row)"
-  systemctl restart bws-tiny-ray-head.service
+  log "restarting" bws-tiny.service "(2 failed checks in a row)"
   systemctl restart bws-tiny.service
   rm -f "$count"
 fi
@@ -264,4 +263,4 @@ mv -f /etc/systemd/system/bws-tiny-watchdog.timer.tmp /etc/systemd/system/bws-ti
 systemctl daemon-reload
 systemctl enable bws-tiny-watchdog.timer >/dev/null 2>&1
 systemctl restart bws-tiny-watchdog.timer
-log "armed: a completion every 10 s; 2 failures in a row restart" bws-tiny-ray-head.service bws-tiny.service 
+log "armed: a completion every 10 s; 2 failures in a row restart" bws-tiny.service 

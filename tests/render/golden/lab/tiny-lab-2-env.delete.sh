@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Remove a unit we own: stop, disable, delete its file and the record of what it started with
-# (its environment file is its env step's: removed after it).
+# Remove the EnvironmentFile of a unit we own (its unit is removed first: it depends on this).
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-head.service' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'env bws-tiny.service' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -52,7 +51,6 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
-    systemctl) package=systemd ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -79,8 +77,5 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-systemctl disable --now bws-tiny-ray-head.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-ray-head.service /var/lib/blackwell-serving/units/bws-tiny-ray-head.service.inputs
-systemctl daemon-reload
-systemctl reset-failed bws-tiny-ray-head.service >/dev/null 2>&1 || true
+rm -f /etc/blackwell-serving/tiny.env /etc/blackwell-serving/tiny.env.generation /etc/blackwell-serving/tiny.env.tmp
 log "removed"

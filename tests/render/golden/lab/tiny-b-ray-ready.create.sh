@@ -1,9 +1,8 @@
 #!/usr/bin/env bash
-# Remove a unit we own: stop, disable, delete its file and the record of what it started with
-# (its environment file is its env step's: removed after it).
+# Wait until every node of the Ray cluster has joined (bounded), as seen from the head.
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-ray-worker.service' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'ray tiny-b-ray' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -52,7 +51,8 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
-    systemctl) package=systemd ;;
+    docker) package=docker.io ;;
+    python3) package=python3 ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -79,8 +79,19 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-systemctl disable --now bws-tiny-ray-worker.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-ray-worker.service /var/lib/blackwell-serving/units/bws-tiny-ray-worker.service.inputs
-systemctl daemon-reload
-systemctl reset-failed bws-tiny-ray-worker.service >/dev/null 2>&1 || true
-log "removed"
+deadline=$(( $(date +%s) + 300 ))
+probe='import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))'
+while :; do
+  alive=$(docker exec bws-tiny-b-ray-head python3 -c "$probe" 2>/dev/null | tail -n 1 || true)
+  if [ "$alive" = 2 ]; then
+    log "2 of 2 nodes joined"
+    echo "ray-nodes=$alive"
+    exit 0
+  fi
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    log "only ${alive:-0} of 2 nodes joined after 300 s; check the worker units and the fabric"
+    exit 1
+  fi
+  log "${alive:-0} of 2 nodes joined; waiting"
+  sleep 5
+done

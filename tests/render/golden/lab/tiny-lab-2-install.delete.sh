@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
-# Wait until every node of the Ray cluster has joined (bounded), as seen from the head.
+# Remove a unit we own: stop, disable, delete its file and the record of what it started with
+# (its environment file is its env step's: removed after it).
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'ray tiny-ray' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'unit bws-tiny.service' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -51,8 +52,7 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
-    docker) package=docker.io ;;
-    python3) package=python3 ;;
+    systemctl) package=systemd ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -79,19 +79,8 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-deadline=$(( $(date +%s) + 300 ))
-probe='import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))'
-while :; do
-  alive=$(docker exec bws-tiny-ray-head python3 -c "$probe" 2>/dev/null | tail -n 1 || true)
-  if [ "$alive" = 2 ]; then
-    log "2 of 2 nodes joined"
-    echo "ray-nodes=$alive"
-    exit 0
-  fi
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    log "only ${alive:-0} of 2 nodes joined after 300 s; check the worker units and the fabric"
-    exit 1
-  fi
-  log "${alive:-0} of 2 nodes joined; waiting"
-  sleep 5
-done
+systemctl disable --now bws-tiny.service >/dev/null 2>&1 || true
+rm -f /etc/systemd/system/bws-tiny.service /var/lib/blackwell-serving/units/bws-tiny.service.inputs
+systemctl daemon-reload
+systemctl reset-failed bws-tiny.service >/dev/null 2>&1 || true
+log "removed"
