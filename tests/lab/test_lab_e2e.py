@@ -103,6 +103,8 @@ def test_one_engine_has_a_rank_on_each_node_joined_over_the_fabric(converged):
     assert "headless multiproc executor" in log and "TP rank 1" in log, log[-3000:]
     assert f"distributed_init_method=tcp://{NODE1.fabric_ip}:20000" in log
     assert "TP rank 0" in sh(NODE1, "docker logs bws-tiny 2>&1")
+    # Each rank loads its own shard of the weights (vLLM's loader, in the rank's worker process).
+    assert "(Worker_TP1" in log and "Loading weights took" in log, log[-3000:]
     assert fabric_links(NODE2, NODE1) > 0
     assert "--headless" in sh(NODE2, "docker inspect -f '{{.Args}}' bws-tiny")
     # No API on lab-2's rank.
