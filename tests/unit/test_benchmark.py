@@ -183,9 +183,21 @@ def test_arithmetic():
     r1, r2 = bench.Result(0.0), bench.Result(10.0)
     r1.first, r1.last, r1.tokens = 0.1, 1.1, 11        # 10 tokens in 1 s
     r2.first, r2.last, r2.tokens = 10.3, 13.3, 31      # 30 tokens in 3 s
-    decode, ttft_ms = bench.single_stream([r1, r2])
-    assert decode == pytest.approx(40 / 4)
+    r1.chunks, r1.arrivals, r2.chunks, r2.arrivals = 11, 11, 31, 31
+    decode, ttft_ms, paced = bench.single_stream([r1, r2])
+    assert paced and decode == pytest.approx(40 / 4)
     assert ttft_ms == pytest.approx(200)               # the median of 100 and 300 ms
     assert bench.aggregate([r1, r2], 2.0) == pytest.approx(21)
     assert bench.prompt_set(3, '["a", "b"]') == ["a", "b", "a"]
     assert bench.prompt_set(9, "[]") == bench.PROMPTS + bench.PROMPTS[:1]
+
+
+def test_a_stream_read_in_one_burst_gives_no_absurd_decode_rate():
+    """Its 31 chunks read at once (first == last): the whole request's time counts, not a near-zero
+    span (a loaded machine once reported 176421 tok/s that way)."""
+    r1, r2 = bench.Result(0.0), bench.Result(10.0)
+    r1.first, r1.last, r1.tokens, r1.chunks, r1.arrivals = 0.1, 1.1, 11, 11, 11
+    r2.first, r2.last, r2.tokens, r2.chunks, r2.arrivals = 12.0, 12.00001, 31, 31, 1
+    decode, _, paced = bench.single_stream([r1, r2])
+    assert not paced
+    assert decode == pytest.approx((11 + 31) / (1.1 + 2.00001))
