@@ -150,6 +150,9 @@ def parser_problems(parser: argparse.ArgumentParser, args: list[str], engine: st
             break
         except Rejected as rejected:
             message = str(rejected)
+        except Exception as exc:  # a check of the engine's own beyond argparse (vLLM: the model's place)
+            problems.append(value_line(f"{exc.__class__.__name__}: {exc}", engine, version))
+            break
         before = args
         if message.startswith("unrecognized arguments:"):
             for word in message.split(":", 1)[1].split():

@@ -119,3 +119,11 @@ def test_the_bundled_program_runs_its_main_with_the_module_imported(tmp_path):
     assert done.returncode == 1, done.stderr
     assert "PREFLIGHT FAILED: could not read the vllm model registry" in done.stdout
     assert "flags: vllm " in done.stdout     # the checker ran (here on --help, which is absent too)
+
+
+def test_a_check_of_the_parser_beyond_argparse_is_a_problem_not_a_crash(flags):
+    class Strict(argparse.ArgumentParser):
+        def parse_args(self, args=None, namespace=None):
+            raise ValueError("`model` should be provided as the first positional argument")
+    [line] = flags.parser_problems(Strict(), ["--port", "1"], "vllm", "0.32.0")
+    assert line.startswith("the command line: vllm 0.32.0 rejects it: ValueError: `model` should be provided")
