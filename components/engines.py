@@ -81,3 +81,10 @@ def engine_argv(d: DeploymentSpec, model_path: str, rank: int = 0, head_address:
     if d.engine == "vllm":
         return vllm_argv(d, model_path, rank, head_address)
     return sglang_argv(d, model_path, rank, head_address)
+
+
+def rank_argvs(d: DeploymentSpec, model_path: str, head_address: str | None) -> list[list[str]]:
+    """Every command line the deployment's ranks run (one unless vLLM's or SGLang's own multi-node
+    launch): what the engine's own parser checks before anything is stopped."""
+    ranks = len(d.nodes) if d.topology == "native" else 1
+    return [engine_argv(d, model_path, rank, head_address) for rank in range(ranks)]

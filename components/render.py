@@ -115,3 +115,20 @@ def digest(*parts: str, length: int = 12) -> str:
         h.update(part.encode())
         h.update(b"\0")
     return h.hexdigest()[:length]
+
+
+def python_program(main: str, *modules: str) -> str:
+    """One Python program (run as `python3 -` or `python3 -c`) made of templates/scripts/MAIN.py
+    and the modules it imports from there (MODULES), so that a check shared by two scripts exists
+    once and still reaches the node as one text on stdin. The modules are registered in
+    sys.modules before MAIN runs as __main__."""
+    scripts = TEMPLATES / "scripts"
+    lines = ["import sys, types", "", "def _bws_module(name, source):",
+             "    module = types.ModuleType(name)", "    module.__file__ = name + '.py'",
+             "    sys.modules[name] = module", "    exec(compile(source, module.__file__, 'exec'), module.__dict__)",
+             ""]
+    for name in modules:
+        lines.append(f"_bws_module({name!r}, {(scripts / f'{name}.py').read_text()!r})")
+    lines.append(f"exec(compile({(scripts / f'{main}.py').read_text()!r}, {main + '.py'!r}, 'exec'), "
+                 "{'__name__': '__main__'})")
+    return "\n".join(lines) + "\n"

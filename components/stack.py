@@ -10,6 +10,7 @@ from . import types
 from .cluster import RayCluster
 from .config.schema import StackSpec
 from .deployment import Deployment
+from .engines import rank_argvs
 from .gateway import gateway_for
 from .image import ContainerImage, ImageSync
 from .layer_registry import LayerRegistry
@@ -131,8 +132,10 @@ class ServingStack(pulumi.ComponentResource):
         fabric_nodes: dict[str, list[str]] = {}
         for d in spec.deployments:
             head, model = d.nodes[0], self.models[d.model]
+            head_fabric = self.nodes[head].spec.fabric_address
+            argvs = rank_argvs(d, model.path, str(head_fabric) if head_fabric else None)
             checks.append(EngineProbe(d.name, d.engine, self.nodes[head], self.images[d.image].tag, model.path,
-                                      image_id=self.images[d.image].image_id,
+                                      argvs, image_id=self.images[d.image].image_id,
                                       venv_python=getattr(self.images[d.image], "python", None),
                                       depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))
             if d.topology != "single":

@@ -8,8 +8,8 @@ On each node one step (templates/scripts/build-venv.sh.j2):
   be moved after it is built, so the digest directory is its staging place: it is not in use until
   `current` names it, and a build left half-done has no `.bws-built` mark and starts over);
 - verifies it: the engine imports and prints its version, the packages the node provides are the
-  versions it had, and the engine's `--help` knows every flag a deployment of this entry passes
-  (components/engines.py);
+  versions it had, and the engine's own parser takes the command line of every deployment of
+  this entry (components/engines.py; templates/scripts/engine_flags.py);
 - only then switches: a `current` symlink renamed over the old one (`previous` keeps the one
   before, for a rollback by hand); a running unit keeps its venv until its own step restarts it;
 - prints `venv-id=<digest>`, the trigger of the units that run it.
@@ -33,19 +33,16 @@ from .config import ConfigError
 from .config.load import PROJECT
 from .config.schema import DeploymentSpec, ImageSpec, StackSpec
 from .config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
-from .engines import engine_argv
+from .engines import rank_argvs
 from .node import Node
 from .observe import VenvCurrent
 from .remote import run, tagged_line
-from .render import TEMPLATES, digest, render
+from .render import digest, python_program, render
 from .steps import StepInfo
 
-VERIFY = (TEMPLATES / "scripts" / "verify_venv.py").read_text()
+VERIFY = python_program("verify_venv", "engine_flags")
 # What a commit that is not set yet reads as in a preview's scripts (the build refuses it).
 UNSET_COMMIT = "not_set"
-# Flags SGLang renamed: the verify step names the spelling the installed engine knows.
-RENAMED_FLAGS = {"--fp4-gemm-backend": "--fp4-gemm-runner-backend",
-                 "--fp4-gemm-runner-backend": "--fp4-gemm-backend"}
 
 
 def venv_dir(img: ImageSpec) -> str:
@@ -120,7 +117,7 @@ def build_script(img: ImageSpec, commit: str | None, patches: Sequence[tuple[str
                   venv=v, commit=commit or "", unset_commit=UNSET_COMMIT,
                   commit_key=v.source.commit.config if v.source is not None
                   and isinstance(v.source.commit, ConfigPin) else None,
-                  patches=list(patches), wheels=wheel_items(v), checks=checks, renamed=RENAMED_FLAGS)
+                  patches=list(patches), wheels=wheel_items(v), checks=checks)
 
 
 def wheel_items(v: VenvSpec) -> list[dict]:
@@ -139,17 +136,12 @@ def wheel_items(v: VenvSpec) -> list[dict]:
     return items
 
 
-def engine_flags(deployments: Sequence[DeploymentSpec]) -> dict[str, list[str]]:
-    """{engine module: every flag the deployments of an entry pass it} (engine_argv with stand-in
-    paths; flags never depend on them)."""
-    out: dict[str, list[str]] = {}
+def engine_command_lines(deployments: Sequence[DeploymentSpec]) -> dict[str, list[list[str]]]:
+    """{engine module: the command line of every rank of every deployment of an entry}, with a
+    stand-in model path and head address (the parser takes any)."""
+    out: dict[str, list[list[str]]] = {}
     for d in deployments:
-        argv = engine_argv(d, "/model", 0, "127.0.0.1")
-        flags = out.setdefault(d.engine, [])
-        for arg in argv:
-            flag = arg.split("=", 1)[0]
-            if flag.startswith("--") and flag not in flags:
-                flags.append(flag)
+        out.setdefault(d.engine, []).extend(rank_argvs(d, "/model", "127.0.0.1"))
     return out
 
 
@@ -193,7 +185,7 @@ class VenvEngine(pulumi.ComponentResource):
         self.bin = venv_bin(img)
         self.python = f"{self.bin}/python3"
         self.tag = f"{self.root}/current"   # what it is, where a container image would have a tag
-        checks = engine_flags(deployments)
+        checks = engine_command_lines(deployments)
         if v.source is not None:
             what = (f"from source ({v.source.git.rsplit('/', 1)[-1].removesuffix('.git')} at "
                     f"{commit[:12] if commit != UNSET_COMMIT else 'the commit to set'})")

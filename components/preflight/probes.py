@@ -1,5 +1,5 @@
 """Preflight checks run on the nodes before any unit is stopped or started: the engine image
-knows the model (EngineProbe), and each node's fabric link is usable (FabricCheck). Retiring
+knows the model and its own parser takes our command lines (EngineProbe), and each node's fabric link is usable (FabricCheck). Retiring
 a service depends on them, so a failure leaves every running service as it was."""
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from ..fabric import node_fabric
 from ..node import Node
 from ..observe import FabricUp
 from ..remote import run
-from ..render import TEMPLATES, render
+from ..render import python_program, render
 from ..steps import StepInfo
 
-PROBE = (TEMPLATES / "scripts" / "probe_engine.py").read_text()
+PROBE = python_program("probe_engine", "engine_flags")
 
 
 def rdma_port(hca: str) -> str:
@@ -27,22 +27,25 @@ def rdma_port(hca: str) -> str:
 
 
 class EngineProbe(pulumi.ComponentResource):
-    """Inside the engine image on the head: the engine registers the model's architecture and
-    the image's transformers parses its config.json."""
+    """Inside the engine image on the head: the engine registers the model's architecture, the
+    image's transformers parses its config.json, and the engine's own parser takes `argvs` (the
+    command line of each rank, components/engines.py rank_argvs)."""
 
-    def __init__(self, deployment: str, engine: str, head: Node, image: str, model_dir: str, *,
+    def __init__(self, deployment: str, engine: str, head: Node, image: str, model_dir: str,
+                 argvs: Sequence[Sequence[str]], *,
                  image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
                  venv_python: str | None = None, opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.ENGINE_PROBE, f"{deployment}-preflight", None, opts)
         self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
                            step=StepInfo(head.name, "preflight",
                                          do=f"Preflight: the engine {'venv' if venv_python else 'image'} of "
-                                            f"{deployment} knows its model "
+                                            f"{deployment} knows its model and takes its flags "
                                             f"(probe on {head.name})",
                                          undo=f"Drop the engine probe of {deployment}"),
                            triggers=[image_id],
                            create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine,
-                                         image=image, model_dir=model_dir, venv_python=venv_python))
+                                         image=image, model_dir=model_dir, argvs=[list(a) for a in argvs],
+                                         venv_python=venv_python))
         self.register_outputs({})
 
 

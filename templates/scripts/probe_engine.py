@@ -1,12 +1,16 @@
 """Run inside the engine image on its node, before anything is stopped: does this engine know
-the model's architecture, and does this image's transformers parse the model's config?
-Argv: ENGINE MODEL_DIR. Prints one line per finding; exits 1 with the fix when one fails."""
+the model's architecture, does this image's transformers parse the model's config, and does the
+engine's own parser take the command lines we will start it with (engine_flags.py, bundled)?
+Argv: ENGINE MODEL_DIR ARGVS_JSON (a list of argv lists). Prints one line per finding; exits 1
+with the fix when one fails."""
 
 import json
 import sys
 from importlib import metadata
 
-engine, model_dir = sys.argv[1], sys.argv[2]
+import engine_flags
+
+engine, model_dir, argvs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 config = json.load(open(f"{model_dir}/config.json"))
 archs = config.get("architectures") or []
 
@@ -44,7 +48,11 @@ except Exception as exc:
                     f"({exc.__class__.__name__}: {str(exc)[:200]}); fix: set the image's transformers "
                     f"upgrade layer (images[].transformers, e.g. '>=5.2')")
 
+checked, flag_problems = engine_flags.check_all(engine, argvs)
+problems += flag_problems
+
 print(f"architectures: {', '.join(archs) or 'none'}; found: {found}")
+print(f"flags: {checked}")
 for problem in problems:
     print(f"PREFLIGHT FAILED: {problem}")
 sys.exit(1 if problems else 0)

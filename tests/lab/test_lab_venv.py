@@ -107,7 +107,8 @@ def test_up_builds_the_venv_from_the_pinned_patched_source_and_serves(deployed):
     print(f"first up (venv build included): {deployed['first_up_s']:.0f} s")
     for line in (f"fetching file:///srv/bws-lab-venv/vllm-cpu.git at {COMMIT}",
                  "applied patch 000-vllm-cpu-cli-version.patch", "[blackwell verify] vllm 0.32.0 imports from",
-                 "vllm --help knows all 10 of 10 flags we pass", "current is now"):
+                 "[blackwell verify] flags: vllm ", "its own parser (vllm.entrypoints.launchers.cli_args"
+                 ".make_arg_parser) checked", "current is now"):
         assert line in out, (line, out[-6000:])
     digest = sh(NODE1, f"readlink {ROOT}/current")
     venv = f"{ROOT}/{digest}"

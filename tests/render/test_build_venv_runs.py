@@ -64,20 +64,26 @@ def build_wheel(wheel_directory, config_settings=None, metadata_directory=None):
 
 
 def engine_repo(path: Path, flags: list[str]) -> str:
-    """A git repository of a stand-in `sglang` whose launch_server knows `flags`; its commit."""
-    (path / "src" / "sglang").mkdir(parents=True)
+    """A git repository of a stand-in `sglang` whose ServerArgs parser knows `flags` (each taking a
+    value); its commit."""
+    (path / "src" / "sglang" / "srt").mkdir(parents=True)
     (path / "pyproject.toml").write_text('[build-system]\nrequires = []\nbuild-backend = "backend"\n'
                                          'backend-path = ["."]\n')
     (path / "backend.py").write_text(BACKEND)
     (path / "src" / "sglang" / "__init__.py").write_text('__version__ = "0.0.1"\n')
-    (path / "src" / "sglang" / "launch_server.py").write_text(
-        "import argparse\np = argparse.ArgumentParser()\n"
-        + "".join(f"p.add_argument({f!r})\n" for f in flags) + "p.parse_args()\n")
+    (path / "src" / "sglang" / "srt" / "__init__.py").write_text("")
+    (path / "src" / "sglang" / "srt" / "server_args.py").write_text(
+        "class ServerArgs:\n    @staticmethod\n    def add_cli_args(p):\n"
+        + "".join(f"        p.add_argument({f!r})\n" for f in flags))
     git = lambda *a: subprocess.run([require("git"), "-C", str(path), *a], check=True, capture_output=True, text=True)
     git("init", "-q")
     git("add", ".")
     git("-c", "user.email=t@t", "-c", "user.name=t", "commit", "-q", "-m", "engine")
     return git("rev-parse", "HEAD").stdout.strip()
+
+
+def command_line(*flags: str) -> list[str]:
+    return ["python3", "-m", "sglang.launch_server", "--model-path", "/model", *flags]
 
 
 def image(root: Path, repo: Path, commit: str, python: str = PYTHON) -> ImageSpec:
@@ -99,19 +105,19 @@ def run(script: str, logs: Path, stdin: str = VERIFY) -> subprocess.CompletedPro
 
 def test_build_verify_switch_rebuild_and_remove(tmp_path):
     repo = tmp_path / "repo"
-    commit = engine_repo(repo, ["--tp", "--fp4-gemm-runner-backend"])
+    commit = engine_repo(repo, ["--model-path", "--tp", "--fp4-gemm-runner-backend"])
     root, logs = tmp_path / "venvs", tmp_path / "logs"
     logs.mkdir()
     img = image(root, repo, commit)
     entry = Path(venv_dir(img))
-    checks = {"sglang": ["--tp", "--fp4-gemm-runner-backend"]}
+    checks = {"sglang": [command_line("--tp", "4", "--fp4-gemm-runner-backend", "flashinfer_cudnn")]}
 
     first = run(build_script(img, commit, [], checks), logs)
     assert first.returncode == 0, first.stderr
     digest = first.stdout.strip().rsplit("venv-id=", 1)[1]
     assert os.readlink(entry / "current") == digest
     assert (entry / digest / ".bws-built").is_file()
-    assert "knows all 2 of 2 flags" in first.stderr
+    assert "its own parser (sglang.srt.server_args.ServerArgs.add_cli_args) checked 6 arguments" in first.stderr
     assert (entry / digest / "bin" / "python3").exists()
 
     # Again: nothing is built, the verify runs again, current stays.
@@ -121,7 +127,7 @@ def test_build_verify_switch_rebuild_and_remove(tmp_path):
     assert (entry / digest / ".bws-built").stat().st_mtime_ns == mark
 
     # A flag the engine does not know: the step fails, the venv in use stays in use.
-    bad = run(build_script(img, commit, [], {"sglang": ["--tp", "--fp4-gemm-backend"]}), logs)
+    bad = run(build_script(img, commit, [], {"sglang": [command_line("--tp", "4", "--fp4-gemm-backend", "x")]}), logs)
     assert bad.returncode == 1
     assert "--fp4-gemm-backend: this sglang (0.0.1) calls it --fp4-gemm-runner-backend" in bad.stderr
     assert f"still in use: {digest}" in bad.stderr
@@ -146,11 +152,11 @@ def test_build_verify_switch_rebuild_and_remove(tmp_path):
 
 def test_a_half_built_venv_is_built_again(tmp_path):
     repo = tmp_path / "repo"
-    commit = engine_repo(repo, ["--tp"])
+    commit = engine_repo(repo, ["--model-path", "--tp"])
     logs = tmp_path / "logs"
     logs.mkdir()
     img = image(tmp_path / "venvs", repo, commit)
-    script = build_script(img, commit, [], {"sglang": ["--tp"]})
+    script = build_script(img, commit, [], {"sglang": [command_line("--tp", "1")]})
     digest = script.split("digest=", 1)[1].split("\n", 1)[0]
     leftover = Path(venv_dir(img)) / digest
     leftover.mkdir(parents=True)
@@ -162,10 +168,10 @@ def test_a_half_built_venv_is_built_again(tmp_path):
 
 def test_a_missing_python_stops_with_the_fix(tmp_path):
     repo = tmp_path / "repo"
-    commit = engine_repo(repo, ["--tp"])
+    commit = engine_repo(repo, ["--model-path", "--tp"])
     logs = tmp_path / "logs"
     logs.mkdir()
     img = image(tmp_path / "venvs", repo, commit, python="/nonexistent/python3")
-    done = run(build_script(img, commit, [], {"sglang": ["--tp"]}), logs)
+    done = run(build_script(img, commit, [], {"sglang": [command_line("--tp", "1")]}), logs)
     assert done.returncode == 1 and "no python at /nonexistent/python3" in done.stderr
     assert not (Path(venv_dir(img)) / "current").exists()

@@ -440,12 +440,13 @@ def test_quad_docker_runs_the_container_with_the_gpus():
 
 def test_quad_runs_sglang_from_the_venvs_python_without_docker():
     """Seed 003: SGLang main in a venv, no Docker: the unit runs the venv's python directly, as
-    the seed's service ran it (--fp4-gemm-runner-backend flashinfer_cudnn, the seed's spelling)."""
+    the seed's service ran it (its FP4 GEMM backend flashinfer_cudnn, under the spelling of the
+    SGLang main the stack pins: --fp4-gemm-backend; the seed's build took --fp4-gemm-runner-backend)."""
     s = snap("rtxpro-quad")
     argv, launch = quad_launch("rtxpro-quad")
     assert argv == launch
     assert argv[0] == "/opt/blackwell-serving/venvs/sglang-main/current/bin/python3"
-    assert has_flag(launch, "--fp4-gemm-runner-backend", "flashinfer_cudnn")
+    assert has_flag(launch, "--fp4-gemm-backend", "flashinfer_cudnn")
     [unit] = [u for u in s.units if u.unit_name == "bws-qwen35-397b.service"]
     assert "docker" not in unit.unit_text.lower()
     uses = [r.name for r in s.commands()

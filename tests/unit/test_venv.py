@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import copy
 import json
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -221,14 +222,17 @@ def test_the_build_is_staged_by_digest_verified_then_switched(snap):
     assert stdin_data(step) == VERIFY
 
 
-def test_the_verify_step_checks_every_flag_the_unit_passes(snap):
+def test_the_verify_step_checks_the_units_whole_command_line(snap):
+    """The engine's own parser gets the unit's command line: every flag and value (the model path
+    a stand-in: the build does not wait for the download)."""
     script = script_of(build_step(snap))
     [unit] = [u for u in snap.units if u.unit_name == "bws-qwen35-397b.service"]
     argv = systemd_syntax.exec_argv(systemd_syntax.values(unit.unit_text, "Service", "ExecStart")[0])
-    flags = [a for a in argv if a.startswith("--")]
     verify_line = next(line for line in script.splitlines() if '-c "$verify_py" sglang' in line)
-    assert flags and all(f" {f} " in verify_line + " " for f in flags), (flags, verify_line)
-    assert "--fp4-gemm-runner-backend" in flags
+    [checked] = json.loads(shlex.split(verify_line)[7])
+    model = argv.index("--model-path") + 1
+    assert checked[1:] == [*argv[1:model], "/model", *argv[model + 1:]], (checked, argv)
+    assert "--fp4-gemm-backend" in checked
 
 
 def test_an_unset_commit_stops_the_build_with_the_fix(snap):
@@ -372,42 +376,48 @@ def test_the_probe_reads_the_link_and_the_built_mark(tmp_path):
 
 
 def fake_engine(tmp_path: Path, flags: list[str]) -> Path:
+    """A stand-in sglang: its version, and its ServerArgs parser knowing `flags` (each takes a value)."""
     pkg = tmp_path / "site" / "sglang"
-    pkg.mkdir(parents=True)
+    (pkg / "srt").mkdir(parents=True)
     (pkg / "__init__.py").write_text('__version__ = "0.0.test"\n')
-    (pkg / "launch_server.py").write_text(
-        "import argparse\np = argparse.ArgumentParser()\n"
-        + "".join(f"p.add_argument({f!r})\n" for f in flags) + "p.parse_args()\n")
+    (pkg / "srt" / "__init__.py").write_text("")
+    (pkg / "srt" / "server_args.py").write_text(
+        "class ServerArgs:\n    @staticmethod\n    def add_cli_args(p):\n"
+        + "".join(f"        p.add_argument({f!r})\n" for f in flags))
     return tmp_path / "site"
 
 
-def verify(tmp_path, site, flags, kept=""):
+def verify(tmp_path, site, args, kept=""):
+    """The verify program as the build step runs it: `python3 -c "$verify_py" ENGINE KEPT ARGVS`."""
     (tmp_path / "kept.txt").write_text(kept)
-    from components.venv import RENAMED_FLAGS
-    return subprocess.run([sys.executable, str(TEMPLATES / "scripts" / "verify_venv.py"), "sglang",
-                           str(tmp_path / "kept.txt"), json.dumps(RENAMED_FLAGS), *flags],
+    from components.venv import VERIFY
+    argv = ["python3", "-m", "sglang.launch_server", "--model-path", "/model", *args]
+    return subprocess.run([sys.executable, "-c", VERIFY, "sglang", str(tmp_path / "kept.txt"), json.dumps([argv])],
                           capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
 
 
-def test_verify_passes_when_the_engine_knows_every_flag(tmp_path):
-    site = fake_engine(tmp_path, ["--tp", "--fp4-gemm-runner-backend"])
-    done = verify(tmp_path, site, ["--tp", "--fp4-gemm-runner-backend"])
+def test_verify_passes_when_the_engine_parser_takes_the_command_line(tmp_path):
+    site = fake_engine(tmp_path, ["--model-path", "--tp", "--fp4-gemm-backend"])
+    done = verify(tmp_path, site, ["--tp", "4", "--fp4-gemm-backend", "flashinfer_cudnn"])
     assert done.returncode == 0, done.stdout + done.stderr
-    assert "sglang 0.0.test imports" in done.stdout and "knows all 2 of 2 flags" in done.stdout
+    assert "sglang 0.0.test imports" in done.stdout
+    assert ("flags: sglang 0.0.test: its own parser (sglang.srt.server_args.ServerArgs.add_cli_args) checked 6 "
+            "arguments") in done.stdout
 
 
 def test_verify_names_an_unknown_flag_and_a_renamed_one(tmp_path):
-    site = fake_engine(tmp_path, ["--tp", "--fp4-gemm-backend"])
-    done = verify(tmp_path, site, ["--tp", "--fp4-gemm-runner-backend", "--no-such-flag"])
+    site = fake_engine(tmp_path, ["--model-path", "--tp", "--fp4-gemm-backend"])
+    done = verify(tmp_path, site, ["--tp", "4", "--fp4-gemm-runner-backend", "x", "--no-such-flag"])
     assert done.returncode == 1
-    assert "VERIFY FAILED: --fp4-gemm-runner-backend: this sglang (0.0.test) calls it --fp4-gemm-backend" in done.stdout
-    assert "VERIFY FAILED: --no-such-flag: unknown to this sglang" in done.stdout
+    assert ("VERIFY FAILED: --fp4-gemm-runner-backend: this sglang (0.0.test) calls it --fp4-gemm-backend"
+            in done.stdout), done.stdout
+    assert "VERIFY FAILED: --no-such-flag: unknown to sglang 0.0.test" in done.stdout
 
 
 def test_verify_fails_when_the_install_replaced_a_kept_package(tmp_path):
-    site = fake_engine(tmp_path, ["--tp"])
+    site = fake_engine(tmp_path, ["--model-path", "--tp"])
     import importlib.metadata as md
     have = md.version("pydantic")
-    assert verify(tmp_path, site, ["--tp"], kept=f"pydantic=={have}\n").returncode == 0
-    done = verify(tmp_path, site, ["--tp"], kept="pydantic==0.0.1+cu130\n")
+    assert verify(tmp_path, site, ["--tp", "1"], kept=f"pydantic=={have}\n").returncode == 0
+    done = verify(tmp_path, site, ["--tp", "1"], kept="pydantic==0.0.1+cu130\n")
     assert done.returncode == 1 and f"pydantic is {have}, the node provided 0.0.1+cu130" in done.stdout

@@ -96,7 +96,7 @@ COMMANDS: dict[str, Cmd] = {
         "lab-1", "model", do="Copy model tiny to lab-2 over the fabric", undo="Remove model tiny from lab-2"),
         ("tiny-fetch",)),
     "tiny-preflight-engine": Cmd("remote", "tiny-preflight", StepInfo(
-        "lab-1", "preflight", do="Preflight: the engine image of tiny knows its model (probe on lab-1)",
+        "lab-1", "preflight", do="Preflight: the engine image of tiny knows its model and takes its flags (probe on lab-1)",
         undo="Drop the engine probe of tiny"),
         ("vllm-lab-build", "tiny-fetch")),
     "lab-1-glm-retire": Cmd("remote", "lab-1-glm", StepInfo(

@@ -27,7 +27,7 @@ LAB_ORDER = [
     ("vllm-lab-sync-lab-2", "lab-1", "image", "Copy image vllm-lab to lab-2 over the fabric"),
     ("tiny-upload", "lab-1", "model", "Upload model tiny from this machine to lab-1"),
     ("tiny-fetch", "lab-1", "model", "Hash and install model tiny on lab-1"),
-    ("tiny-preflight-engine", "lab-1", "preflight", "Preflight: the engine image of tiny knows its model (probe on lab-1)"),
+    ("tiny-preflight-engine", "lab-1", "preflight", "Preflight: the engine image of tiny knows its model and takes its flags (probe on lab-1)"),
     ("lab-1-glm-retire", "lab-1", "retire", "Stop and disable glm.service on lab-1"),
     ("tiny-to-lab-2", "lab-1", "model", "Copy model tiny to lab-2 over the fabric"),
     ("tiny-ray-head-lab-1-install", "lab-1", "cluster", "Start Ray head on lab-1"),

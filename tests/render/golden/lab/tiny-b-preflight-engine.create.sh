@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Preflight, before any unit is stopped: the engine image knows the model (probe_engine.py,
-# sent on stdin and run inside the image against the cached model's config.json). Its findings
-# go to stderr, where a failure's message is taken from.
+# Preflight, before any unit is stopped: the engine image knows the model and its own parser takes
+# our command lines (probe_engine.py with engine_flags.py, sent on stdin and run inside the image
+# against the cached model's config.json). Its findings go to stderr, where a failure's message
+# is taken from.
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'preflight tiny-b' "$*" >&2; bws_said+=("$*"); }
@@ -82,8 +83,8 @@ bws_exit() {
   fi
 }
 if ! docker run -i --rm --network none -v /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1:/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1:ro \
-     --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - vllm /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1 >&2; then
-  log "the engine image cannot serve this model (above); nothing was stopped"
+     --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - vllm /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1 '[["vllm", "serve", "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1", "--served-model-name", "tiny-llama-b", "--host", "0.0.0.0", "--port", "8002", "--tensor-parallel-size", "1", "--pipeline-parallel-size", "1", "--gpu-memory-utilization", "0.8", "--max-model-len", "256", "--kv-cache-dtype", "auto", "--enforce-eager", "--dtype", "bfloat16"]]' >&2; then
+  log "the engine image cannot serve this model with these flags (above); nothing was stopped"
   exit 1
 fi
-log "engine knows the model"
+log "engine knows the model and takes its flags"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# Preflight, before any unit is stopped: the engine image knows the model (probe_engine.py,
-# sent on stdin and run inside the image against the cached model's config.json). Its findings
-# go to stderr, where a failure's message is taken from.
+# Preflight, before any unit is stopped: the engine image knows the model and its own parser takes
+# our command lines (probe_engine.py with engine_flags.py, sent on stdin and run inside the image
+# against the cached model's config.json). Its findings go to stderr, where a failure's message
+# is taken from.
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'preflight qwen35-397b' "$*" >&2; bws_said+=("$*"); }
@@ -82,8 +83,8 @@ bws_exit() {
   fi
 }
 if ! docker run -i --rm --network none -v /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000:/var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000:ro \
-     --entrypoint python3 blackwell-serving/sglang-cu13:6652dad398a1 - sglang /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000 >&2; then
-  log "the engine image cannot serve this model (above); nothing was stopped"
+     --entrypoint python3 blackwell-serving/sglang-cu13:6652dad398a1 - sglang /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000 '[["python3", "-m", "sglang.launch_server", "--model-path", "/var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000", "--served-model-name", "qwen3.5-397b", "--host", "0.0.0.0", "--port", "30000", "--tp", "4", "--mem-fraction-static", "0.85", "--context-length", "262144", "--kv-cache-dtype", "auto", "--quantization", "modelopt_fp4", "--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn", "--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3", "--enable-hierarchical-cache", "--hicache-ratio", "4.0", "--enable-metrics"]]' >&2; then
+  log "the engine image cannot serve this model with these flags (above); nothing was stopped"
   exit 1
 fi
-log "engine knows the model"
+log "engine knows the model and takes its flags"

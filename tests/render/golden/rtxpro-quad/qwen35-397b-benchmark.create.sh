@@ -3,7 +3,7 @@
 # endpoint on this node's loopback, as the health gate asks it. Prints decode-tok-s, ttft-ms,
 # aggregate-tok-s and concurrency as key=value lines, the stack output `benchmark`. The API key
 # stays in its root-only env file: the program reads it there (its path is all argv carries).
-# Engine units measured: e015b2497c81 (a new engine means a new measurement).
+# Engine units measured: 0949fae415d2 (a new engine means a new measurement).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'benchmark qwen35-397b' "$*" >&2; bws_said+=("$*"); }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The health gate: /health alone misses a dead worker, so wait for the served model to be listed
 # and then ask for a real chat completion. Bounded by the deployment's health timeout.
-# Engine units checked: e015b2497c81 (a new engine means a new check).
+# Engine units checked: 0949fae415d2 (a new engine means a new check).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'health qwen35-397b' "$*" >&2; bws_said+=("$*"); }

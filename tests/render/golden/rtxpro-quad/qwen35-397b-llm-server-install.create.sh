@@ -124,6 +124,8 @@ ExecStart=/opt/blackwell-serving/venvs/sglang-main/current/bin/python3 \
   "modelopt_fp4" \
   "--moe-runner-backend" \
   "flashinfer_cutlass" \
+  "--fp4-gemm-backend" \
+  "flashinfer_cudnn" \
   "--tool-call-parser" \
   "qwen3_coder" \
   "--reasoning-parser" \
@@ -131,9 +133,7 @@ ExecStart=/opt/blackwell-serving/venvs/sglang-main/current/bin/python3 \
   "--enable-hierarchical-cache" \
   "--hicache-ratio" \
   "4.0" \
-  "--enable-metrics" \
-  "--fp4-gemm-runner-backend" \
-  "flashinfer_cudnn"
+  "--enable-metrics"
 KillMode=control-group
 Restart=on-failure
 RestartSec=10

@@ -112,7 +112,7 @@ python=/usr/bin/python3
 install_into() {
   uv pip install --python "$dir/bin/python3" "$@" 2>&1 | progress
 }
-# The verify program (templates/scripts/verify_venv.py) follows this script on stdin.
+# The verify program (templates/scripts/verify_venv.py with engine_flags.py) follows this script on stdin.
 verify_py=$(cat)
 commit=not_set
 if [ "$commit" = not_set ]; then
@@ -158,8 +158,8 @@ for name in sys.argv[1:]:
   log "built venv $digest"
 fi
 # Verified on every run (a new flag in the stack is checked against the engine already built).
-log "verifying" sglang "(import, version, the kept packages, and every flag we pass)"
-if ! "$dir/bin/python3" -c "$verify_py" sglang "$kept" '{"--fp4-gemm-backend": "--fp4-gemm-runner-backend", "--fp4-gemm-runner-backend": "--fp4-gemm-backend"}' --model-path --served-model-name --host --port --tp --mem-fraction-static --context-length --kv-cache-dtype --quantization --moe-runner-backend --tool-call-parser --reasoning-parser --enable-hierarchical-cache --hicache-ratio --enable-metrics --fp4-gemm-runner-backend >&2; then
+log "verifying" sglang "(import, version, the kept packages, and its own parser on our command lines)"
+if ! "$dir/bin/python3" -c "$verify_py" sglang "$kept" '[["python3", "-m", "sglang.launch_server", "--model-path", "/model", "--served-model-name", "qwen3.5-397b", "--host", "0.0.0.0", "--port", "30000", "--tp", "4", "--mem-fraction-static", "0.85", "--context-length", "262144", "--kv-cache-dtype", "auto", "--quantization", "modelopt_fp4", "--moe-runner-backend", "flashinfer_cutlass", "--fp4-gemm-backend", "flashinfer_cudnn", "--tool-call-parser", "qwen3_coder", "--reasoning-parser", "qwen3", "--enable-hierarchical-cache", "--hicache-ratio", "4.0", "--enable-metrics"]]' >&2; then
   log "the venv does not serve as configured (above); still in use: $(readlink "$root/current" 2>/dev/null || echo none)"
   exit 1
 fi
