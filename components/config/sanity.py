@@ -112,7 +112,8 @@ def object_store_nodes(spec: "StackSpec", d: "DeploymentSpec") -> list[str]:
     a Ray deployment whose GPU kind has unified memory."""
     if d.topology != "ray":
         return []
-    return [n for n in d.nodes if spec.node(n).gpu.kind in UNIFIED_MEMORY_KINDS]
+    kinds = {n.name: n.gpu.kind for n in spec.nodes}  # a node not in nodes: is references.py's to report
+    return [n for n in d.nodes if kinds.get(n) in UNIFIED_MEMORY_KINDS]
 
 
 def object_store_problems(spec: "StackSpec") -> list[str]:
@@ -143,9 +144,10 @@ def node_claims(spec: "StackSpec") -> dict[str, list[Claim]]:
     """node → what each deployment reserves there, in the order of deployments: its engine's
     memory fraction of each GPU, and on unified memory the object store of its Ray cluster."""
     claims: dict[str, list[Claim]] = {}
+    gpus = {n.name: n.gpu for n in spec.nodes}  # a node not in nodes: is references.py's to report
     for i, d in enumerate(spec.deployments):
-        for n in d.engine_nodes:
-            gpu = spec.node(n).gpu
+        for n in (n for n in d.engine_nodes if n in gpus):
+            gpu = gpus[n]
             claims.setdefault(n, []).append(Claim(
                 d.name, f"{d.name}: memory_fraction {d.memory_fraction:g} × {gpu.memory_gb:g} GB × {gpu.count} GPU"
                 + ("s" if gpu.count > 1 else ""),
@@ -161,14 +163,17 @@ def claim_problems(spec: "StackSpec") -> list[str]:
     """On a unified-memory node, what its deployments reserve (their engines' memory fractions and
     the object store) added up against the node's memory_gb: the preflight compares the same claim
     with what the node has free, this with what the stack says the node has (also offline). A node
-    whose object store alone overflows it is object_store_problems'."""
+    whose object store alone overflows it is object_store_problems'; one whose GPU two engines
+    claim is crosscheck.gpu_problems'."""
     problems: list[str] = []
     claimed = node_claims(spec)
     for i, n in enumerate(spec.nodes):
         claims = claimed.get(n.name, [])
         memory = int(n.gpu.memory_gb * GB) * n.gpu.count
         total = sum(c.bytes for c in claims)
-        if n.gpu.kind not in CLAIMING_KINDS or total <= memory or spec.ray.object_store_gb * GB >= memory:
+        engines = sum(c.key.endswith("memory_fraction") for c in claims)
+        if (n.gpu.kind not in CLAIMING_KINDS or total <= memory or engines > 1
+                or spec.ray.object_store_gb * GB >= memory):
             continue
         keys = list(dict.fromkeys(c.key for c in claims))
         fraction_key = next(k for k in reversed(keys) if k.endswith("memory_fraction"))
