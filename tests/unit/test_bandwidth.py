@@ -190,8 +190,8 @@ def test_a_floor_set_in_the_stack_replaces_the_derived_one():
 
 def test_every_node_reports_its_link_speed_before_its_rank_starts():
     script = script_of(snap("lab").by_name("tiny-bandwidth-check"))
-    assert 'echo lab-1 "$(cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"' in script
-    peer = script.index('echo lab-2 "$(peer cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"')
+    assert 'echo lab-1 eth1 "$(cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"' in script
+    peer = script.index('echo lab-2 eth1 \\\n    "$(peer cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"')
     assert peer < script.index("  remove\n", peer)
 
 
@@ -218,7 +218,7 @@ def run_floor(script: str, gbps: str, speeds: dict[str, str], tmp_path) -> tuple
     import subprocess
 
     file = tmp_path / "speeds"
-    file.write_text("".join(f"{n} {v}\n" for n, v in speeds.items()))
+    file.write_text("".join(f"{n} eth1 {v}\n" for n, v in speeds.items()))
     prelude = (f'log() {{ printf "%s\\n" "$*" >&2; }}\nnodes="a and b"\ngbps={gbps}\n'
                f'speeds={shlex.quote(str(file))}\n')
     done = subprocess.run(["bash", "-c", prelude + floor_branch(script)], capture_output=True, text=True)
@@ -230,8 +230,8 @@ def test_a_throttled_gloo_link_fails_the_floor_derived_from_its_speed(tmp_path):
     code, said = run_floor(script, "0.050", {"lab-1": "10000", "lab-2": "10000"}, tmp_path)
     assert code == 1, said
     assert ("the bus bandwidth between a and b is 0.050 Gbit/s, below the expected 0.1 Gbit/s (derived: 0.01 of "
-            "the 10000 Mb/s link speed of lab-1, the slowest node's") in said
-    assert "fabric.bandwidth_check.min_bus_gbps is not set); likely cause: gloo moves its data over TCP" in said
+            "the 10000 Mb/s link speed of lab-1 (/sys/class/net/eth1/speed), the slowest node's, as "
+            "fabric.bandwidth_check.min_bus_gbps is not set); likely cause: gloo moves its data over TCP") in said
     assert "tc qdisc show dev eth1" in said and said.rstrip().endswith("nothing was stopped")
 
 
@@ -253,7 +253,7 @@ def test_one_twin_on_a_spark_pair_fails_against_the_slowest_link(tmp_path):
         assert words in said, words
     # The slowest node sets the floor: 0.6 of 100000 Mb/s.
     code, said = run_floor(script, "98.0", {"spark-1a32": "200000", "spark-5be3": "100000"}, tmp_path)
-    assert code == 0 and "floor 60 Gbit/s: derived: 0.6 of the 100000 Mb/s link speed of spark-5be3" in said, said
+    assert code == 0 and "floor 60 Gbit/s: derived: 0.6 of the 100000 Mb/s link speed of spark-5be3 (" in said, said
 
 
 @pytest.mark.parametrize("speed", ["-1", ""])
@@ -261,7 +261,7 @@ def test_a_link_without_a_speed_derives_no_floor_and_says_so(speed, tmp_path):
     script = script_of(snap("lab").by_name("tiny-bandwidth-check"))
     code, said = run_floor(script, "0.050", {"lab-1": "10000", "lab-2": speed}, tmp_path)
     assert code == 0, said
-    assert "no floor derived: the fabric link of lab-2 reports no speed" in said
+    assert "no floor derived: the fabric link of lab-2 (/sys/class/net/eth1/speed) reports no speed" in said
     assert "set fabric.bandwidth_check.min_bus_gbps for one" in said and "bus-gbps=0.050" in said
 
 

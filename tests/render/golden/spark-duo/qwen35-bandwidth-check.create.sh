@@ -95,7 +95,7 @@ container=bws-qwen35-bw-0
 # stdin can be read once: every rank, here and on the peers, reads the script from this copy.
 script=$(mktemp)
 out=$(mktemp)
-speeds=$(mktemp)   # NODE MB/S per line: each node's fabric link speed, -1 when it reports none
+speeds=$(mktemp)   # NODE NETDEV MB/S per line: each node's fabric link speed, -1 when it reports none
 ranks=()
 # A peer's subshell removes its container when it is stopped (its own trap, below).
 stop_all() {
@@ -108,7 +108,7 @@ trap stop_all EXIT
 cat > "$script"
 docker rm -f "$container" >/dev/null 2>&1 || true
 # A link that does not know its speed (virtual) fails to read, or reads -1.
-echo spark-1a32 "$(cat /sys/class/net/enp1s0f1np1/speed 2>/dev/null || echo -1)" >> "$speeds"
+echo spark-1a32 enp1s0f1np1 "$(cat /sys/class/net/enp1s0f1np1/speed 2>/dev/null || echo -1)" >> "$speeds"
 # Rank 1 on spark-5be3, in a subshell of its own: its `peer`, its trap.
 (
   peer_known_hosts=$(mktemp)
@@ -126,7 +126,8 @@ echo spark-1a32 "$(cat /sys/class/net/enp1s0f1np1/speed 2>/dev/null || echo -1)"
   rank_ssh=""
   trap 'remove; [ -z "$rank_ssh" ] || kill "$rank_ssh" 2>/dev/null || true; rm -f "$peer_known_hosts"' EXIT
   trap 'exit 143' TERM
-  echo spark-5be3 "$(peer cat /sys/class/net/enp1s0f1np1/speed 2>/dev/null || echo -1)" >> "$speeds"
+  echo spark-5be3 enp1s0f1np1 \
+    "$(peer cat /sys/class/net/enp1s0f1np1/speed 2>/dev/null || echo -1)" >> "$speeds"
   remove
   # In the background, so that a TERM is handled at once rather than when ssh returns.
   peer timeout -k 10 404 \
@@ -171,16 +172,16 @@ if [ -z "$gbps" ]; then
 fi
 # No floor in the stack: a fraction of the slowest link speed the nodes report (Mb/s).
 want=""
-unknown=$(awk '$2 + 0 <= 0 { printf "%s%s", (n++ ? ", " : ""), $1 }' "$speeds")
+unknown=$(awk '$3 + 0 <= 0 { printf "%s%s (/sys/class/net/%s/speed)", (n++ ? ", " : ""), $1, $2 }' "$speeds")
 if [ -n "$unknown" ]; then
-  log "no floor derived: the fabric link of $unknown reports no speed (/sys/class/net/FABRIC-NETDEV/speed:" \
-      "-1 or unreadable, a virtual link); set fabric.bandwidth_check.min_bus_gbps for one"
+  log "no floor derived: the fabric link of $unknown reports no speed (-1 or unreadable: a virtual" \
+      "link); set fabric.bandwidth_check.min_bus_gbps for one"
 else
   fraction=0.6
-  read -r slowest mbps < <(sort -k2,2n "$speeds" | head -n 1)
+  read -r slowest slowest_dev mbps < <(sort -k3,3n "$speeds" | head -n 1)
   want=$(awk -v m="$mbps" -v f="$fraction" 'BEGIN { printf "%.3g", m * f / 1000 }')
-  basis="derived: $fraction of the $mbps Mb/s link speed of $slowest, the slowest node's"
-  basis+=" (/sys/class/net/FABRIC-NETDEV/speed), as fabric.bandwidth_check.min_bus_gbps is not set"
+  basis="derived: $fraction of the $mbps Mb/s link speed of $slowest (/sys/class/net/$slowest_dev/speed), the"
+  basis+=" slowest node's, as fabric.bandwidth_check.min_bus_gbps is not set"
 fi
 if [ -n "$want" ] && awk -v got="$gbps" -v want="$want" 'BEGIN { exit !(got + 0 < want + 0) }'; then
   log "the bus bandwidth between $nodes is $gbps Gbit/s, below the expected $want Gbit/s ($basis);" \
