@@ -7,6 +7,7 @@ import pulumi
 
 from components import reaper
 from components.config import ConfigError, load_from_pulumi
+from components.config.sanity import sanity_warnings
 from components.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
 from components.metrics import file_sd, write_file_sd
 from components.preflight.stack_fit import PreflightError, check_stack_fit
@@ -26,6 +27,8 @@ try:
     if spec.offline and not pulumi.runtime.is_dry_run():
         raise ConfigError("offline mode is for previews only; unset BLACKWELL_SERVING_OFFLINE "
                           "(or blackwell-serving:offline) to change the nodes")
+    for warning in sanity_warnings(spec):  # what works, at a cost the operator should know
+        pulumi.log.warn(warning)
     fits = check_stack_fit(spec, spec.offline, pulumi.log.info)
     # Online, each node is probed once (read-only) so that the plan sees drift on the nodes.
     stack = ServingStack(pulumi.get_stack(), spec, observe=not spec.offline)

@@ -181,7 +181,9 @@ class BandwidthCheck(Strict):
                       description="TCP port on the head's fabric address where the ranks meet (MASTER_PORT)")
     min_bus_gbps: float | None = Field(
         None, gt=0, le=100000, description="fail the preflight below this bus bandwidth, in Gbit/s (nccl-tests' busbw × 8); "
-                                "absent: only record it")
+                                "absent: a floor derived from the fabric link speed the nodes report (a fraction of "
+                                "the slowest one's, by backend: components/preflight/bandwidth.py), none on a link "
+                                "that reports no speed")
     timeout_s: int | None = Field(
         None, ge=30, le=14000,
         description="hard bound on each rank (`timeout`, then killed): an all-reduce still running then, such as "

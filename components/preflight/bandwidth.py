@@ -1,7 +1,9 @@
 """FabricBandwidth: before anything is stopped, an all-reduce across the nodes of a multi-node
 deployment, in its engine image and with the engine's container options, so that what it
 measures is the path the engine's tensor parallelism will take. Its bus bandwidth becomes a
-stack output; below fabric.bandwidth_check.min_bus_gbps (when set) the preflight fails."""
+stack output; below a floor the preflight fails: fabric.bandwidth_check.min_bus_gbps when set,
+else a fraction of the link speed the nodes report (LINE_RATE_FRACTION, of the slowest node's
+/sys/class/net/NETDEV/speed); a link that reports none (-1: virtual) gets no floor, and says so."""
 
 from __future__ import annotations
 
@@ -21,6 +23,42 @@ from ..render import TEMPLATES, render
 from ..steps import StepInfo
 
 ALLREDUCE = (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
+
+
+# The floor of the bus bandwidth when the stack sets none, as a fraction of the slowest node's link
+# speed. NCCL over RDMA nearly fills the link: nccl-tests busbw is ~24 GB/s (192 Gbit/s) per 200G
+# NIC (NVIDIA/nccl-tests#119); two DGX Sparks back to back measured 161 Gbit/s with both PCIe twins
+# of the port in NCCL_IB_HCA and 98 with one (github.com/tonyd2wild/
+# DeepSeek-v4-Flash-Vision-Exp-DSpark-1M-NVFP4-KV-2x-DGX-Spark, pull request 35),
+# and 3 GB/s (24 Gbit/s, all_gather) without NCCL_IB_HCA (NVIDIA/dgx-spark-playbooks#102). 0.6 of
+# 200G, 120 Gbit/s, passes the healthy pair with room for a smaller buffer than nccl-tests' and
+# fails one twin and any fall-back to TCP. gloo (CPU tensors, the lab) moves its data through the
+# kernel's TCP, far below the line rate: on the lab's veth (speed 10000 Mb/s) it measured 3.8 to
+# 4.8 Gbit/s (16 and 64 MiB, 2 ranks, 2026-12-04; 1.5 under load, docs/stacks.md) and 0.05 through
+# a 50 Mbit/s shaper (tc tbf, 8 MiB). 0.01, 0.1 Gbit/s there, is an order of magnitude under the slowest
+# healthy figure and twice the throttled one: it fails a link 100 times slower than it reports (a
+# shaper, a shared or wrong path), never a busy CPU.
+LINE_RATE_FRACTION = {"nccl": 0.6, "gloo": 0.01}
+
+
+def floor_values(spec: DeploymentSpec, fabric: FabricSpec, index: int, netdev: str) -> dict:
+    """What the script needs to hold the bus bandwidth to a floor: the fraction of the line rate
+    (when the stack sets no min_bus_gbps), the likely cause of a shortfall and its fix, by backend."""
+    if backend(spec) == "nccl":
+        cause = ("NCCL fell back to TCP sockets (fabric.disable_ib, or NCCL_IB_DISABLE=1 in "
+                 f"deployments[{index}].env; a GID index that is not RoCEv2, fabric.gid_index: show_gids), or it "
+                 "uses one HCA of the port's two PCIe twins (fabric.hcas: half the bandwidth), or the link is "
+                 "slower than it reports")
+        fix = (f"NCCL_DEBUG: INFO in deployments[{index}].env shows NET/IB (RDMA) or NET/Socket (TCP) and the "
+               f"devices used; check that NCCL_IB_HCA (fabric.hcas) lists both PCIe twins of the port "
+               f"(ibdev2netdev), the link speed (ethtool {netdev}) and the MTU on both nodes and the switch")
+    else:
+        cause = ("gloo moves its data over TCP: the link is slower than it reports (a shaper: tc qdisc show dev "
+                 f"{netdev}; a shared or congested path; an MTU mismatch on the way) or the traffic takes "
+                 f"another network than GLOO_SOCKET_IFNAME={netdev}")
+        fix = (f"check the link speed (ethtool {netdev}), tc qdisc show dev {netdev} and the MTU on both nodes "
+               f"and the switch")
+    return dict(fraction=LINE_RATE_FRACTION[backend(spec)], cause=cause, fix=fix)
 
 
 def time_bound_s(check: BandwidthCheck) -> int:
@@ -93,7 +131,8 @@ class FabricBandwidth(pulumi.ComponentResource):
         super().__init__(types.FABRIC_BANDWIDTH, f"{spec.name}-bandwidth", None, opts)
         check, head = fabric.bandwidth_check, nodes[0]
         bound = time_bound_s(check)
-        peers = [dict(rank=r, container=container(spec.name, r),
+        netdev = node_fabric(fabric, head.spec).netdev
+        peers = [dict(rank=r, container=container(spec.name, r), netdev=node_fabric(fabric, n.spec).netdev,
                       argv=rank_argv(spec, fabric, n, r, head, image, bound), **peer_values(head, n, fabric))
                  for r, n in enumerate(nodes) if r > 0]
         self.command = run(
@@ -104,8 +143,9 @@ class FabricBandwidth(pulumi.ComponentResource):
                           undo=f"Drop the fabric bandwidth check of {spec.name}"),
             triggers=[image_id], timeout_s=bound + 120,
             create=render("scripts/preflight-bandwidth.sh.j2", deployment=spec.name, head_name=head.name,
-                          nodes=and_list([n.name for n in nodes]), netdev=node_fabric(fabric, head.spec).netdev,
+                          nodes=and_list([n.name for n in nodes]), netdev=netdev,
                           backend=backend(spec), size_mb=check.size_mb,
+                          **floor_values(spec, fabric, index, netdev),
                           iterations=check.iterations, port=check.port, min_bus_gbps=check.min_bus_gbps,
                           timeout_s=bound, container=container(spec.name, 0),
                           hang_fix=hang_fix(spec, fabric, nodes, index),

@@ -11,6 +11,7 @@ import pulumi
 from .. import types
 from ..config.schema import FabricSpec
 from ..fabric import node_fabric
+from ..image import peer_values
 from ..node import Node
 from ..observe import FabricUp
 from ..remote import run
@@ -49,23 +50,35 @@ class EngineProbe(pulumi.ComponentResource):
         self.register_outputs({})
 
 
+def fabric_script_values(node: Node, fabric: FabricSpec, peers: Sequence[Node]) -> dict:
+    """What the fabric check of `node` needs: its own fabric (its netdev and HCAs, when it names
+    them), the key its HCAs come from, and each peer's address, netdev and SSH (its MTU is read
+    over the fabric when the MTUs differ)."""
+    own = node_fabric(fabric, node.spec)
+    overrides = node.spec.fabric is not None and node.spec.fabric.hcas is not None
+    return dict(node_name=node.name, netdev=own.netdev, address=str(node.spec.fabric_address), mtu=own.mtu,
+                hcas=list(own.hcas), hca_names=[h.split(":")[0] for h in own.hcas],
+                hcas_key=f"nodes[].fabric.hcas of {node.name}" if overrides else "fabric.hcas",
+                peers=[dict(**peer_values(node, p, fabric), netdev=node_fabric(fabric, p.spec).netdev)
+                       for p in peers])
+
+
 class FabricCheck(pulumi.ComponentResource):
-    """On one node: the fabric netdev is up with its address and MTU, RDMA ports are ACTIVE,
-    and the peers answer on their fabric addresses."""
+    """On one node: the fabric netdev is up with its address and MTU, the peers' MTU the same,
+    RDMA ports are ACTIVE (and every RDMA device of the port listed, else a warning), and the
+    peers answer on their fabric addresses with frames of the full MTU."""
 
     def __init__(self, node: Node, fabric: FabricSpec, peers: Sequence[Node],
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.FABRIC_CHECK, f"{node.name}-fabric", None, opts)
+        values = fabric_script_values(node, fabric, peers)
         fabric = node_fabric(fabric, node.spec)  # its own netdev and HCAs, when it names them
         self.command = run(f"{node.name}-fabric-check", node, parent=self,
                            step=StepInfo(node.name, "preflight",
                                          do=f"Preflight: the fabric link of {node.name} is up "
                                             "(address, MTU, RDMA ports, peers)",
                                          undo=f"Drop the fabric check of {node.name}"),
-                           create=render("scripts/preflight-fabric.sh.j2", node_name=node.name, netdev=fabric.netdev,
-                                         address=str(node.spec.fabric_address), mtu=fabric.mtu,
-                                         hcas=list(fabric.hcas),
-                                         peers=[str(p.spec.fabric_address) for p in peers]),
+                           create=render("scripts/preflight-fabric.sh.j2", **values),
                            expect=FabricUp(node.name, fabric.netdev, str(node.spec.fabric_address), fabric.mtu,
                                            tuple(rdma_port(h) for h in fabric.hcas)))
         self.register_outputs({})

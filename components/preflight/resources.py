@@ -25,8 +25,6 @@ runtime does not)."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
@@ -38,7 +36,7 @@ from ..remote import run
 from ..render import render
 from ..steps import StepInfo
 from .model_facts import GB
-from ..config.sanity import UNIFIED_MEMORY_KINDS
+from ..config.sanity import UNIFIED_MEMORY_KINDS, node_claims
 
 # What nvidia-smi calls each kind (a substring of its name column).
 GPU_NAMES = {"gb10": "GB10", "rtx-pro-6000": "RTX PRO 6000"}
@@ -67,34 +65,6 @@ def cuda_need(spec: StackSpec, node: str) -> dict | None:
             need = dict(version=img.min_cuda, image=img.name, key=f"images[{i}].min_cuda",
                         driver=CUDA_DRIVERS.get(img.min_cuda, ""))
     return need
-
-
-@dataclass(frozen=True)
-class Claim:
-    """What one deployment reserves on one node, and the key that sets it."""
-    deployment: str
-    what: str
-    bytes: int
-    key: str
-
-
-def node_claims(spec: StackSpec) -> dict[str, list[Claim]]:
-    """node → what each deployment reserves there, in the order of deployments:."""
-    claims: dict[str, list[Claim]] = {}
-    for i, d in enumerate(spec.deployments):
-        for n in d.engine_nodes:
-            gpu = spec.node(n).gpu
-            claims.setdefault(n, []).append(Claim(
-                d.name, f"{d.name}: memory_fraction {d.memory_fraction:g} × {gpu.memory_gb:g} GB × {gpu.count} GPU"
-                + ("s" if gpu.count > 1 else ""),
-                math.ceil(d.memory_fraction * gpu.memory_gb * GB * gpu.count), f"deployments[{i}].memory_fraction"))
-        if d.topology == "ray":
-            for n in d.nodes:
-                if spec.node(n).gpu.kind in UNIFIED_MEMORY_KINDS:
-                    claims.setdefault(n, []).append(Claim(
-                        d.name, f"{d.name}: Ray object store {spec.ray.object_store_gb:g} GB",
-                        math.ceil(spec.ray.object_store_gb * GB), "ray.object_store_gb"))
-    return claims
 
 
 def script_values(spec: StackSpec, node: str) -> dict:

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from ..config.schema import DeploymentSpec, StackSpec
 from .fit import FitReport, Layout, NodeSpec, check_fit
 from .model_facts import GB, model_facts_from_config
-from ..config.sanity import UNIFIED_MEMORY_KINDS
+from ..config.sanity import object_store_nodes
 from .model_source import ModelConfigError, ModelFactsUnavailable, config_and_weight_bytes
 
 
@@ -78,11 +78,9 @@ def node_shares(spec: StackSpec, fits: list[DeploymentFit]) -> dict[str, list[No
                 shares.setdefault(n, []).append(NodeShare(
                     i, d.name, f"weights + KV + overhead on {len(gpus)} GPU{'s' if len(gpus) > 1 else ''}",
                     sum(g.needed_bytes for g in gpus)))
-        if d.topology == "ray":
-            for n in d.nodes:
-                if spec.node(n).gpu.kind in UNIFIED_MEMORY_KINDS:
-                    shares.setdefault(n, []).append(NodeShare(
-                        i, d.name, "its Ray object store, ray.object_store_gb", int(spec.ray.object_store_gb * GB)))
+        for n in object_store_nodes(spec, d):
+            shares.setdefault(n, []).append(NodeShare(
+                i, d.name, "its Ray object store, ray.object_store_gb", int(spec.ray.object_store_gb * GB)))
     return shares
 
 

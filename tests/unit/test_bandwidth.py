@@ -182,16 +182,96 @@ def test_every_node_runs_one_rank_that_meets_on_the_heads_fabric_address(stack, 
     assert int(words[words.index("bws-step") + 3]) > bound
 
 
-def test_a_threshold_fails_the_preflight_only_when_set():
+def test_a_floor_set_in_the_stack_replaces_the_derived_one():
     without = script_of(snapshot("lab", with_check("lab", size_mb=64)).by_name("tiny-bandwidth-check"))
-    assert "min_bus_gbps" not in without and "want=" not in without
+    assert re.search(r"^  fraction=0\.01$", without, re.M) and not re.search(r"^want=[0-9]", without, re.M)
     script = script_of(snapshot("lab", with_check("lab", size_mb=64, min_bus_gbps=12.5)).by_name(
         "tiny-bandwidth-check"))
-    assert re.search(r"^want=12\.5$", script, re.M)
-    start = script.index("if awk")
-    failing = script[start:script.index("\nfi\n", start)]
-    for words in ("$nodes", "$gbps", "$want", "link speed", "MTU", "NCCL_IB_HCA", "PCIe", "twins", "exit 1"):
-        assert words in failing
+    assert re.search(r"^want=12\.5$", script, re.M) and "fraction=" not in script
+
+
+def test_every_node_reports_its_link_speed_before_its_rank_starts():
+    script = script_of(snap("lab").by_name("tiny-bandwidth-check"))
+    assert 'echo lab-1 eth1 "$(cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"' in script
+    peer = script.index('echo lab-2 eth1 \\\n    "$(peer cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"')
+    assert peer < script.index("  remove\n", peer)
+
+
+@pytest.mark.parametrize("stack, backend, fraction", [("lab", "gloo", 0.01), ("spark-duo", "nccl", 0.6)])
+def test_the_fraction_of_the_line_rate_by_backend(stack, backend, fraction):
+    from components.preflight.bandwidth import LINE_RATE_FRACTION, floor_values
+    s = snap(stack)
+    [d] = [d for d in s.spec.deployments if d.topology != "single"]
+    values = floor_values(d, s.spec.fabric, 0, s.spec.fabric.netdev)
+    assert values["fraction"] == LINE_RATE_FRACTION[backend] == fraction
+    words = (["TCP", "NCCL_IB_DISABLE", "fabric.gid_index", "PCIe twins", "fabric.hcas"] if backend == "nccl"
+             else ["TCP", "tc qdisc show dev eth1", "GLOO_SOCKET_IFNAME=eth1"])
+    assert all(w in values["cause"] + values["fix"] for w in words), values
+
+
+def floor_branch(script: str) -> str:
+    """The script's floor, from the measured figure on, as a bash snippet of its own."""
+    start = script.index('gbps=$(sed -n')
+    return script[script.index("\n", script.index("\nfi\n", start) + 1) + 1:]
+
+
+def run_floor(script: str, gbps: str, speeds: dict[str, str], tmp_path) -> tuple[int, str]:
+    """Runs the floor with rank 0's measure `gbps` and the nodes' link `speeds`: (exit, log)."""
+    import subprocess
+
+    file = tmp_path / "speeds"
+    file.write_text("".join(f"{n} eth1 {v}\n" for n, v in speeds.items()))
+    prelude = (f'log() {{ printf "%s\\n" "$*" >&2; }}\nnodes="a and b"\ngbps={gbps}\n'
+               f'speeds={shlex.quote(str(file))}\n')
+    done = subprocess.run(["bash", "-c", prelude + floor_branch(script)], capture_output=True, text=True)
+    return done.returncode, done.stderr + done.stdout
+
+
+def test_a_throttled_gloo_link_fails_the_floor_derived_from_its_speed(tmp_path):
+    script = script_of(snap("lab").by_name("tiny-bandwidth-check"))
+    code, said = run_floor(script, "0.050", {"lab-1": "10000", "lab-2": "10000"}, tmp_path)
+    assert code == 1, said
+    assert ("the bus bandwidth between a and b is 0.050 Gbit/s, below the expected 0.1 Gbit/s (derived: 0.01 of "
+            "the 10000 Mb/s link speed of lab-1 (/sys/class/net/eth1/speed), the slowest node's, as "
+            "fabric.bandwidth_check.min_bus_gbps is not set); likely cause: gloo moves its data over TCP") in said
+    assert "tc qdisc show dev eth1" in said and said.rstrip().endswith("nothing was stopped")
+
+
+def test_a_healthy_gloo_link_passes_and_says_its_floor(tmp_path):
+    script = script_of(snap("lab").by_name("tiny-bandwidth-check"))
+    code, said = run_floor(script, "4.074", {"lab-1": "10000", "lab-2": "10000"}, tmp_path)
+    assert code == 0, said
+    assert "bus bandwidth 4.074 Gbit/s between a and b (floor 0.1 Gbit/s: derived: 0.01 of" in said
+    assert "bus-gbps=4.074" in said
+
+
+def test_one_twin_on_a_spark_pair_fails_against_the_slowest_link(tmp_path):
+    """98 Gbit/s: one of the port's two PCIe twins (the figure a Spark pair measured)."""
+    script = script_of(snap("spark-duo").by_name("qwen35-bandwidth-check"))
+    code, said = run_floor(script, "98.0", {"spark-1a32": "200000", "spark-5be3": "200000"}, tmp_path)
+    assert code == 1 and "below the expected 120 Gbit/s (derived: 0.6 of the 200000 Mb/s link speed" in said, said
+    for words in ("NCCL fell back to TCP sockets", "fabric.disable_ib", "NCCL_IB_DISABLE=1 in deployments[0].env",
+                  "fabric.gid_index", "one HCA of the port's two PCIe twins", "NCCL_DEBUG: INFO"):
+        assert words in said, words
+    # The slowest node sets the floor: 0.6 of 100000 Mb/s.
+    code, said = run_floor(script, "98.0", {"spark-1a32": "200000", "spark-5be3": "100000"}, tmp_path)
+    assert code == 0 and "floor 60 Gbit/s: derived: 0.6 of the 100000 Mb/s link speed of spark-5be3 (" in said, said
+
+
+@pytest.mark.parametrize("speed", ["-1", ""])
+def test_a_link_without_a_speed_derives_no_floor_and_says_so(speed, tmp_path):
+    script = script_of(snap("lab").by_name("tiny-bandwidth-check"))
+    code, said = run_floor(script, "0.050", {"lab-1": "10000", "lab-2": speed}, tmp_path)
+    assert code == 0, said
+    assert "no floor derived: the fabric link of lab-2 (/sys/class/net/eth1/speed) reports no speed" in said
+    assert "set fabric.bandwidth_check.min_bus_gbps for one" in said and "bus-gbps=0.050" in said
+
+
+def test_a_floor_set_in_the_stack_names_its_key(tmp_path):
+    script = script_of(snapshot("lab", with_check("lab", size_mb=64, min_bus_gbps=12.5)).by_name(
+        "tiny-bandwidth-check"))
+    code, said = run_floor(script, "4.0", {"lab-1": "-1", "lab-2": "-1"}, tmp_path)
+    assert code == 1 and "is 4.0 Gbit/s, below the expected 12.5 Gbit/s (fabric.bandwidth_check.min_bus_gbps)" in said
 
 
 def test_the_time_bound_grows_with_the_work_and_stays_under_the_commands():

@@ -60,7 +60,11 @@ def test_the_units_the_checks_and_the_all_reduce_follow_the_override():
     # The link check of the node looks at its own netdev and RDMA ports.
     check = script_of(s.by_name("spark-5be3-fabric-check"))
     assert "enP2p1s0f1np1" in check and "roceP2p1s0f1" in check
-    assert "enP2p1s0f1np1" not in script_of(s.by_name("spark-1a32-fabric-check"))
+    head_check = script_of(s.by_name("spark-1a32-fabric-check"))
+    # The head's check looks at its own netdev; it names the worker's only to read its MTU.
+    assert "\ndev=enp1s0f1np1\n" in head_check and "roceP2p1s0f1 " in head_check
+    assert head_check.count("enP2p1s0f1np1") == 2
+    assert "peer cat /sys/class/net/enP2p1s0f1np1/mtu" in head_check
     ranks = rank_lines(script_of(s.by_name("qwen35-bandwidth-check")))
     assert env_of(ranks[1])["NCCL_SOCKET_IFNAME"] == "enP2p1s0f1np1"
     assert env_of(ranks[0])["NCCL_SOCKET_IFNAME"] == "enp1s0f1np1"

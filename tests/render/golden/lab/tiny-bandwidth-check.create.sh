@@ -2,7 +2,9 @@
 # Preflight, before any unit is stopped: the all-reduce bandwidth of the fabric between the nodes
 # of a deployment, in its engine image (allreduce_bandwidth.py, sent on stdin). Rank 0 runs here,
 # every other rank on its node through `peer`; each container is bounded by `timeout` and removed
-# on the way out, whatever happens. Prints bus-gbps=<Gbit/s>, the stack output.
+# on the way out, whatever happens. Prints bus-gbps=<Gbit/s>, the stack output. Below a floor it
+# fails: fabric.bandwidth_check.min_bus_gbps, or else a fraction of the slowest link speed the
+# nodes report (components/preflight/bandwidth.py: LINE_RATE_FRACTION).
 # Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
 set -euo pipefail
 bws_said=()
@@ -56,9 +58,11 @@ bws_exit() {
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
     docker) package=docker.io ;;
+    awk) package=mawk ;;
     python3) package=python3 ;;
     ssh) package=openssh-client ;;
     free) package=procps ;;
+    ethtool) package=ethtool ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -90,17 +94,20 @@ container=bws-tiny-bw-0
 # stdin can be read once: every rank, here and on the peers, reads the script from this copy.
 script=$(mktemp)
 out=$(mktemp)
+speeds=$(mktemp)   # NODE NETDEV MB/S per line: each node's fabric link speed, -1 when it reports none
 ranks=()
 # A peer's subshell removes its container when it is stopped (its own trap, below).
 stop_all() {
   docker rm -f "$container" >/dev/null 2>&1 || true
   kill "${ranks[@]}" 2>/dev/null || true
   wait || true
-  rm -f "$script" "$out"
+  rm -f "$script" "$out" "$speeds"
 }
 trap stop_all EXIT
 cat > "$script"
 docker rm -f "$container" >/dev/null 2>&1 || true
+# A link that does not know its speed (virtual) fails to read, or reads -1.
+echo lab-1 eth1 "$(cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"
 # Rank 1 on lab-2, in a subshell of its own: its `peer`, its trap.
 (
   peer_known_hosts=$(mktemp)
@@ -118,6 +125,8 @@ docker rm -f "$container" >/dev/null 2>&1 || true
   rank_ssh=""
   trap 'remove; [ -z "$rank_ssh" ] || kill "$rank_ssh" 2>/dev/null || true; rm -f "$peer_known_hosts"' EXIT
   trap 'exit 143' TERM
+  echo lab-2 eth1 \
+    "$(peer cat /sys/class/net/eth1/speed 2>/dev/null || echo -1)" >> "$speeds"
   remove
   # In the background, so that a TERM is handled at once rather than when ssh returns.
   peer timeout -k 10 305 \
@@ -160,5 +169,24 @@ if [ -z "$gbps" ]; then
   log "rank 0 reported no bus bandwidth (above); nothing was stopped"
   exit 1
 fi
-log "bus bandwidth $gbps Gbit/s between $nodes"
+# No floor in the stack: a fraction of the slowest link speed the nodes report (Mb/s).
+want=""
+unknown=$(awk '$3 + 0 <= 0 { printf "%s%s (/sys/class/net/%s/speed)", (n++ ? ", " : ""), $1, $2 }' "$speeds")
+if [ -n "$unknown" ]; then
+  log "no floor derived: the fabric link of $unknown reports no speed (-1 or unreadable: a virtual" \
+      "link); set fabric.bandwidth_check.min_bus_gbps for one"
+else
+  fraction=0.01
+  read -r slowest slowest_dev mbps < <(sort -k3,3n "$speeds" | head -n 1)
+  want=$(awk -v m="$mbps" -v f="$fraction" 'BEGIN { printf "%.3g", m * f / 1000 }')
+  basis="derived: $fraction of the $mbps Mb/s link speed of $slowest (/sys/class/net/$slowest_dev/speed), the"
+  basis+=" slowest node's, as fabric.bandwidth_check.min_bus_gbps is not set"
+fi
+if [ -n "$want" ] && awk -v got="$gbps" -v want="$want" 'BEGIN { exit !(got + 0 < want + 0) }'; then
+  log "the bus bandwidth between $nodes is $gbps Gbit/s, below the expected $want Gbit/s ($basis);" \
+      "likely cause:" 'gloo moves its data over TCP: the link is slower than it reports (a shaper: tc qdisc show dev eth1; a shared or congested path; an MTU mismatch on the way) or the traffic takes another network than GLOO_SOCKET_IFNAME=eth1'"; fix:" 'check the link speed (ethtool eth1), tc qdisc show dev eth1 and the MTU on both nodes and the switch'"; or set fabric.bandwidth_check.min_bus_gbps" \
+      "to the floor this fabric should meet; nothing was stopped"
+  exit 1
+fi
+log "bus bandwidth $gbps Gbit/s between $nodes${want:+ (floor $want Gbit/s: $basis)}"
 echo "bus-gbps=$gbps"

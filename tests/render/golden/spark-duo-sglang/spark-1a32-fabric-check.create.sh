@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # Preflight, before any unit is stopped: the fabric link of this node is usable — the netdev
-# exists and is up with its address and MTU, the RDMA ports are ACTIVE, and peers answer.
+# exists and is up with its address and MTU (the peers' too), the RDMA ports are ACTIVE, and
+# peers answer, with frames of the full MTU. A PCIe twin of the port missing from the HCAs is a
+# warning: NCCL works with one, at half the bandwidth.
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'preflight fabric' "$*" >&2; bws_said+=("$*"); }
@@ -53,7 +55,8 @@ bws_exit() {
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
     awk) package=mawk ;;
-    ip) package=iproute2 ;;
+    ssh) package=openssh-client ;;
+    ip|rdma) package=iproute2 ;;
     ping) package=iputils-ping ;;
     *) ;;
   esac
@@ -81,11 +84,12 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+sysfs=/sys
 dev=enp1s0f1np1
 address=192.168.200.12
 fail() { log "$* on node spark-1a32; nothing was stopped"; exit 1; }
-[ -d "/sys/class/net/$dev" ] || fail "fabric netdev $dev does not exist"
-state=$(cat "/sys/class/net/$dev/operstate")
+[ -d "$sysfs/class/net/$dev" ] || fail "fabric netdev $dev does not exist"
+state=$(cat "$sysfs/class/net/$dev/operstate")
 flags=$(ip -o link show dev "$dev")
 case "$flags" in *"state DOWN"*|*",UP"*"NO-CARRIER"*) fail "fabric netdev $dev is down ($state)";; esac
 case "$flags" in *"<"*UP*">"*) ;; *) fail "fabric netdev $dev is administratively down";; esac
@@ -99,12 +103,59 @@ if ! ip -o -4 addr show dev "$dev" | grep -qF " $address/"; then
   fail "fabric netdev $dev does not hold $address, nor does any interface of this node; fix: give $dev" \
        "that address, or set nodes[].fabric_address to the address $dev has"
 fi
-mtu=$(cat "/sys/class/net/$dev/mtu")
+# The MTU of spark-5be3's fabric netdev, read over the fabric (the messages name both sides).
+peer_mtu_1() (
+  peer_known_hosts=$(mktemp)
+  trap 'rm -f "$peer_known_hosts"' EXIT
+  printf '%s %s\n' 192.168.200.13 'ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIJ3rWm2yq0G7w8s0c6XbQf7l0p2F7m9m4TtQ8VbAzg2B' > "$peer_known_hosts"
+  peer_ssh=(ssh -F /dev/null -i /root/.ssh/id_ed25519 -o IdentitiesOnly=yes -o BatchMode=yes
+            -o StrictHostKeyChecking=yes -o UserKnownHostsFile="$peer_known_hosts"
+            -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 -o ServerAliveInterval=15
+            -o ServerAliveCountMax=4 -o Compression=no -o LogLevel=ERROR)
+  peer() { "${peer_ssh[@]}" root@192.168.200.13 "$@"; }
+  mtu=$(peer cat /sys/class/net/enp1s0f1np1/mtu 2>/dev/null) && [ -n "$mtu" ] \
+    || mtu="an MTU not read (no SSH over the fabric)"
+  echo 'spark-5be3'"'"'s enp1s0f1np1'" has $mtu"
+)
+mtu=$(cat "$sysfs/class/net/$dev/mtu")
 want_mtu=9000
-[ "$mtu" = "$want_mtu" ] || fail "fabric netdev $dev has MTU $mtu, expected $want_mtu"
-port_state=$(cat /sys/class/infiniband/rocep1s0f1/ports/1/state 2>/dev/null || echo "missing")
+if [ "$mtu" != "$want_mtu" ]; then
+  theirs=""
+  theirs+="; $(peer_mtu_1)"
+  fail "fabric netdev $dev has MTU $mtu, but fabric.mtu is $want_mtu${theirs}; a frame larger than the" \
+       "smaller MTU is dropped, and the ranks hang or crawl; fix: ip link set dev $dev mtu $want_mtu here" \
+       "(and in the node's network configuration, to last), or set fabric.mtu to the MTU every node and" \
+       "the switch have"
+fi
+port_state=$(cat "$sysfs"/class/infiniband/rocep1s0f1/ports/1/state 2>/dev/null || echo "missing")
 case "$port_state" in *ACTIVE*) ;; *) fail "RDMA port rocep1s0f1 is $port_state";; esac
-port_state=$(cat /sys/class/infiniband/roceP2p1s0f1/ports/1/state 2>/dev/null || echo "missing")
+port_state=$(cat "$sysfs"/class/infiniband/roceP2p1s0f1/ports/1/state 2>/dev/null || echo "missing")
 case "$port_state" in *ACTIVE*) ;; *) fail "RDMA port roceP2p1s0f1 is $port_state";; esac
+# Every RDMA device of the port: the netdev's own and its PCIe twins, the devices of the same
+# adapter (sys_image_guid) at the same bus, slot and function in another PCIe domain (a DGX
+# Spark's port is two PCIe x4 functions: rocep1s0f1 in 0000, roceP2p1s0f1 in 0002).
+listed=' rocep1s0f1 roceP2p1s0f1 '
+hcas_key=fabric.hcas
+for own in "$sysfs/class/net/$dev/device/infiniband/"*; do
+  [ -e "$own" ] || continue
+  guid=$(cat "$sysfs/class/infiniband/${own##*/}/sys_image_guid" 2>/dev/null) || continue
+  slot=$(basename "$(readlink -f "$sysfs/class/infiniband/${own##*/}/device")")
+  for rdma in "$sysfs/class/infiniband/"*; do
+    [ "$(cat "$rdma/sys_image_guid" 2>/dev/null)" = "$guid" ] || continue
+    at=$(basename "$(readlink -f "$rdma/device")")
+    [ "${at#*:}" = "${slot#*:}" ] || continue
+    case "$listed" in
+      *" ${rdma##*/} "*) ;;
+      *) log "WARNING: RDMA device ${rdma##*/} ($at) is part of the port of $dev (with ${own##*/}, $slot) but" \
+             "not in $hcas_key on node spark-1a32: NCCL uses only the devices listed, about half" \
+             "the port's bandwidth with one of two; fix: add ${rdma##*/} to $hcas_key";;
+    esac
+  done
+done
 ping -c 2 -W 2 -I "$dev" 192.168.200.13 >/dev/null 2>&1 || fail "peer 192.168.200.13 does not answer on the fabric"
-log "link $dev up, $address, MTU $mtu, RDMA ports active, peers answer"
+# Frames of the full MTU, not fragmented: a peer or a switch port with a smaller MTU drops them.
+ping -c 1 -W 2 -M 'do' -s "$((mtu - 28))" -I "$dev" 192.168.200.13 >/dev/null 2>&1 \
+  || fail "frames of $mtu bytes (fabric.mtu) do not reach spark-5be3 (192.168.200.13) whole" \
+          "(ping -M do -s $((mtu - 28))) though smaller ones do; $dev here has $mtu, $(peer_mtu_1);" \
+          "fix: the same MTU on every node's fabric netdev and on the switch ports between them"
+log "link $dev up, $address, MTU $mtu, RDMA ports active, peers answer with $mtu-byte frames"

@@ -2,7 +2,9 @@
 # Preflight, before any unit is stopped: the all-reduce bandwidth of the fabric between the nodes
 # of a deployment, in its engine image (allreduce_bandwidth.py, sent on stdin). Rank 0 runs here,
 # every other rank on its node through `peer`; each container is bounded by `timeout` and removed
-# on the way out, whatever happens. Prints bus-gbps=<Gbit/s>, the stack output.
+# on the way out, whatever happens. Prints bus-gbps=<Gbit/s>, the stack output. Below a floor it
+# fails: fabric.bandwidth_check.min_bus_gbps, or else a fraction of the slowest link speed the
+# nodes report (components/preflight/bandwidth.py: LINE_RATE_FRACTION).
 # Arguments of `peer` are quoted twice: once for this shell, once for the peer's.
 set -euo pipefail
 bws_said=()
@@ -56,10 +58,12 @@ bws_exit() {
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
     docker) package=docker.io ;;
+    awk) package=mawk ;;
     python3) package=python3 ;;
     ssh) package=openssh-client ;;
     ip) package=iproute2 ;;
     free) package=procps ;;
+    ethtool) package=ethtool ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -91,17 +95,20 @@ container=bws-qwen35-bw-0
 # stdin can be read once: every rank, here and on the peers, reads the script from this copy.
 script=$(mktemp)
 out=$(mktemp)
+speeds=$(mktemp)   # NODE NETDEV MB/S per line: each node's fabric link speed, -1 when it reports none
 ranks=()
 # A peer's subshell removes its container when it is stopped (its own trap, below).
 stop_all() {
   docker rm -f "$container" >/dev/null 2>&1 || true
   kill "${ranks[@]}" 2>/dev/null || true
   wait || true
-  rm -f "$script" "$out"
+  rm -f "$script" "$out" "$speeds"
 }
 trap stop_all EXIT
 cat > "$script"
 docker rm -f "$container" >/dev/null 2>&1 || true
+# A link that does not know its speed (virtual) fails to read, or reads -1.
+echo spark-1a32 enp1s0f1np1 "$(cat /sys/class/net/enp1s0f1np1/speed 2>/dev/null || echo -1)" >> "$speeds"
 # Rank 1 on spark-5be3, in a subshell of its own: its `peer`, its trap.
 (
   peer_known_hosts=$(mktemp)
@@ -119,6 +126,8 @@ docker rm -f "$container" >/dev/null 2>&1 || true
   rank_ssh=""
   trap 'remove; [ -z "$rank_ssh" ] || kill "$rank_ssh" 2>/dev/null || true; rm -f "$peer_known_hosts"' EXIT
   trap 'exit 143' TERM
+  echo spark-5be3 enp1s0f1np1 \
+    "$(peer cat /sys/class/net/enp1s0f1np1/speed 2>/dev/null || echo -1)" >> "$speeds"
   remove
   # In the background, so that a TERM is handled at once rather than when ssh returns.
   peer timeout -k 10 404 \
@@ -161,5 +170,24 @@ if [ -z "$gbps" ]; then
   log "rank 0 reported no bus bandwidth (above); nothing was stopped"
   exit 1
 fi
-log "bus bandwidth $gbps Gbit/s between $nodes"
+# No floor in the stack: a fraction of the slowest link speed the nodes report (Mb/s).
+want=""
+unknown=$(awk '$3 + 0 <= 0 { printf "%s%s (/sys/class/net/%s/speed)", (n++ ? ", " : ""), $1, $2 }' "$speeds")
+if [ -n "$unknown" ]; then
+  log "no floor derived: the fabric link of $unknown reports no speed (-1 or unreadable: a virtual" \
+      "link); set fabric.bandwidth_check.min_bus_gbps for one"
+else
+  fraction=0.6
+  read -r slowest slowest_dev mbps < <(sort -k3,3n "$speeds" | head -n 1)
+  want=$(awk -v m="$mbps" -v f="$fraction" 'BEGIN { printf "%.3g", m * f / 1000 }')
+  basis="derived: $fraction of the $mbps Mb/s link speed of $slowest (/sys/class/net/$slowest_dev/speed), the"
+  basis+=" slowest node's, as fabric.bandwidth_check.min_bus_gbps is not set"
+fi
+if [ -n "$want" ] && awk -v got="$gbps" -v want="$want" 'BEGIN { exit !(got + 0 < want + 0) }'; then
+  log "the bus bandwidth between $nodes is $gbps Gbit/s, below the expected $want Gbit/s ($basis);" \
+      "likely cause:" 'NCCL fell back to TCP sockets (fabric.disable_ib, or NCCL_IB_DISABLE=1 in deployments[0].env; a GID index that is not RoCEv2, fabric.gid_index: show_gids), or it uses one HCA of the port'"'"'s two PCIe twins (fabric.hcas: half the bandwidth), or the link is slower than it reports'"; fix:" 'NCCL_DEBUG: INFO in deployments[0].env shows NET/IB (RDMA) or NET/Socket (TCP) and the devices used; check that NCCL_IB_HCA (fabric.hcas) lists both PCIe twins of the port (ibdev2netdev), the link speed (ethtool enp1s0f1np1) and the MTU on both nodes and the switch'"; or set fabric.bandwidth_check.min_bus_gbps" \
+      "to the floor this fabric should meet; nothing was stopped"
+  exit 1
+fi
+log "bus bandwidth $gbps Gbit/s between $nodes${want:+ (floor $want Gbit/s: $basis)}"
 echo "bus-gbps=$gbps"
