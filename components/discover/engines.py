@@ -28,9 +28,11 @@ class EngineService:
     keep: bool
 
     @property
-    def serves(self) -> str:
+    def seen(self) -> str:
+        """'NAME on NODE serves model M, port P' (as far as its command line says)."""
         parts = ([f"model {self.model}"] if self.model else []) + ([f"port {self.port}"] if self.port else [])
-        return ", ".join(parts) or "what it serves is not on its command line"
+        where = f"{self.service.name} on {self.node}"
+        return f"{where} serves {', '.join(parts)}" if parts else f"{where} (its command line names no model or port)"
 
 
 def _words(command: str) -> list[str]:

@@ -148,7 +148,9 @@ def _read_line(facts: MachineFacts, kind: str, f: list[str]) -> None:
     elif kind == "service":
         facts.services.append(Service(kind="unit", name=f[0], description=f[1], command=f[2]))
     elif kind == "container":
-        facts.services.append(Service(kind="container", name=f[0], description=f[1], command=f[2]))
+        # docker ps quotes the command as a whole: "vllm serve …"
+        command = f[2][1:-1] if len(f[2]) > 1 and f[2][0] == f[2][-1] == '"' else f[2]
+        facts.services.append(Service(kind="container", name=f[0], description=f[1], command=command))
     elif kind == "docker":
         facts.docker = f[0]
         facts.runtimes = tuple(r for r in f[1].split(",") if r)

@@ -62,13 +62,13 @@ def gpu(facts: MachineFacts) -> dict:
     return {"kind": kinds.pop(), "count": len(facts.gpus), "memory_gb": _floor1(per_gpu)}
 
 
-def describe(name: str, facts: MachineFacts, fabric: Fabric | None) -> list[str]:
+def describe(facts: MachineFacts, fabric: Fabric | None) -> list[str]:
     """The comment lines above a node: what the machine showed that the stack has no key for."""
     g = facts.gpus
     gpus = f"{len(g)}× {g[0].name}" if g else "no GPU"
     docker = ("Docker absent" if facts.docker == "absent" else "Docker not answering" if facts.docker == "unreachable"
               else f"Docker {facts.docker} (runtimes: {', '.join(facts.runtimes) or 'none'})")
-    lines = [f"{name} ({facts.hostname or facts.host}): {facts.arch}, {facts.memory_gib:.1f} GiB memory, {gpus}; {docker}"]
+    lines = [f"{facts.hostname or facts.host}: {facts.arch}, {facts.memory_gib:.1f} GiB memory, {gpus}; {docker}"]
     if g and "nvidia" not in facts.runtimes:
         lines.append("  no NVIDIA container runtime: engine containers cannot use the GPUs; install the NVIDIA "
                      "Container Toolkit")
@@ -94,7 +94,7 @@ def node_item(name: str, facts: MachineFacts, host_key: str, user: str, port: in
         if own:
             value["fabric"] = own
     value["ssh"] = ssh
-    return Item(value, describe(name, facts, fabric))
+    return Item(value, describe(facts, fabric))
 
 
 def _common(fabric: Fabric, key: str):
@@ -130,7 +130,7 @@ def service_items(found: list[EngineService]) -> tuple[list[Item], list[Item], d
     containers that no unit started (retire and keep take units: those are stopped by hand)."""
     retire, keep, notes = [], [], {}
     for e in found:
-        what = f"{e.service.name} on {e.node} serves {e.serves}"
+        what = e.seen
         if e.service.kind == "container":
             notes.setdefault(e.node, []).append(
                 f"  container {what}, image {e.service.description}: no systemd unit runs it, so retire/keep "

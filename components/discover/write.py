@@ -37,9 +37,25 @@ PLACEHOLDERS = """\
 """
 
 
-def _dump(value, flow: bool) -> list[str]:
-    text = yaml.safe_dump(value, sort_keys=False, default_flow_style=None if flow else False, width=4096,
-                          allow_unicode=True)
+class _Dumper(yaml.SafeDumper):
+    """Block style, but a short mapping or list of scalars on one line, as the shipped stacks
+    write them (gpu: {kind: gb10, count: 1, memory_gb: 119.7}, hcas: [a, b])."""
+
+
+def _short_flow(dumper: yaml.SafeDumper, value, tag: str, items):
+    scalars = all(not isinstance(v, (dict, list)) for v in (value.values() if isinstance(value, dict) else value))
+    flow = scalars and len(str(value)) <= 72
+    if isinstance(value, dict):
+        return dumper.represent_mapping(tag, items, flow_style=flow)
+    return dumper.represent_sequence(tag, items, flow_style=flow)
+
+
+_Dumper.add_representer(dict, lambda d, v: _short_flow(d, v, "tag:yaml.org,2002:map", v.items()))
+_Dumper.add_representer(list, lambda d, v: _short_flow(d, v, "tag:yaml.org,2002:seq", v))
+
+
+def _dump(value) -> list[str]:
+    text = yaml.dump(value, Dumper=_Dumper, sort_keys=False, width=4096, allow_unicode=True)
     return text.removesuffix("...\n").splitlines()
 
 
@@ -47,27 +63,27 @@ def _comments(item: Item, indent: str) -> list[str]:
     return [f"{indent}# {line}".rstrip() for line in item.comments]
 
 
-def _list_block(key: str, items: list[Item], flow: bool) -> list[str]:
+def _list_block(key: str, items: list[Item]) -> list[str]:
     lines = [f"{INDENT}{PROJECT}:{key}:"]
     for item in items:
         lines += _comments(item, INDENT * 2)
-        lines += [f"{INDENT * 2}{line}" for line in _dump([item.value], flow)]
+        lines += [f"{INDENT * 2}{line}" for line in _dump([item.value])]
     return lines
 
 
 def _mapping_block(key: str, item: Item) -> list[str]:
     return [*_comments(item, INDENT), f"{INDENT}{PROJECT}:{key}:",
-            *(f"{INDENT * 2}{line}" for line in _dump(item.value, False))]
+            *(f"{INDENT * 2}{line}" for line in _dump(item.value))]
 
 
 def blocks(parts: Discovered) -> dict[str, list[str]]:
     """Config key (full, with the project) → its lines, for the parts that have a value."""
-    out = {f"{PROJECT}:nodes": _list_block("nodes", parts.nodes, False)}
+    out = {f"{PROJECT}:nodes": _list_block("nodes", parts.nodes)}
     if parts.fabric is not None:
         out[f"{PROJECT}:fabric"] = _mapping_block("fabric", parts.fabric)
     for key, items in (("retire", parts.retire), ("keep", parts.keep)):
         if items:
-            out[f"{PROJECT}:{key}"] = _list_block(key, items, True)
+            out[f"{PROJECT}:{key}"] = _list_block(key, items)
     return out
 
 
