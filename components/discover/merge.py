@@ -22,21 +22,25 @@ KEY_LINE = re.compile(r"^(\s*)([^\s#'\"-][^\s]*?):(\s|$)")
 
 def merge_values(existing: dict, found: Discovered) -> Discovered:
     """The discovered parts merged with the file's (project keys without the prefix)."""
-    return Discovered(nodes=_nodes(existing.get("nodes") or [], found.nodes),
-                      fabric=_fabric(existing.get("fabric"), found.fabric),
-                      retire=_grown(existing.get("retire") or [], found.retire, existing.get("keep") or []),
-                      keep=_grown(existing.get("keep") or [], found.keep, existing.get("retire") or []))
+    nodes, renamed = _nodes(existing.get("nodes") or [], found.nodes)
+    retire, keep = ([Item({**i.value, "node": renamed.get(i.value["node"], i.value["node"])}, i.comments) for i in items]
+                    for items in (found.retire, found.keep))
+    return Discovered(nodes=nodes, fabric=_fabric(existing.get("fabric"), found.fabric),
+                      retire=_grown(existing.get("retire") or [], retire, existing.get("keep") or []),
+                      keep=_grown(existing.get("keep") or [], keep, existing.get("retire") or []))
 
 
-def _nodes(old: list, found: list[Item]) -> list[Item]:
+def _nodes(old: list, found: list[Item]) -> tuple[list[Item], dict[str, str]]:
+    """The nodes merged, and the discovered names that became the file's (matched by host)."""
     by_host = {n.get("host"): n for n in old if isinstance(n, dict)}
-    merged, seen = [], set()
+    merged, seen, renamed = [], set(), {}
     for item in found:
         before = by_host.get(item.value["host"])
         if before is None:
             merged.append(item)
             continue
         seen.add(item.value["host"])
+        renamed[item.value["name"]] = before.get("name", item.value["name"])
         ssh = {**(before.get("ssh") or {}), **item.value["ssh"]}
         if "private_key" in ssh:          # the operator's secret reference stays the key
             ssh.pop("private_key_path", None)
@@ -44,7 +48,7 @@ def _nodes(old: list, found: list[Item]) -> list[Item]:
                            item.comments))
     kept = [Item(n, ["not among the machines discovered this time: kept as it was"])
             for n in old if isinstance(n, dict) and n.get("host") not in seen]
-    return merged + kept
+    return merged + kept, renamed
 
 
 def _fabric(old, found: Item | None) -> Item | None:

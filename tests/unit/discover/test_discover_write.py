@@ -108,6 +108,9 @@ def test_second_run_is_a_fixed_point_and_names_come_from_the_file(tmp_path):
     path.write_text(once)
     twice = compose(once, merge_values(values_from_stack_file(path), discovered(renamed)))
     assert twice == once
+    with_engines = compose(once, merge_values(values_from_stack_file(path),
+                                              discovered(renamed, [re.compile(r"http\.server")])))
+    assert with_engines == once             # retire/keep name the file's nodes: already listed
     assert "- name: lab-1" in once and "    # bws-lab-1: x86_64, 23.5 GiB memory, no GPU" in once
 
 
