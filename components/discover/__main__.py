@@ -108,8 +108,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     try:
         parts = discover(args)
-        for node in parts.nodes:
-            print("\n".join(f"# {line}" for line in node.comments), file=sys.stderr)
+        for item in [*parts.nodes, *([parts.fabric] if parts.fabric else [])]:
+            print("\n".join(f"# {line}" for line in item.comments), file=sys.stderr)
         if args.out.exists():
             old = args.out.read_text()
             text = compose(old, merge_values(values_from_stack_file(args.out), parts))
