@@ -18,11 +18,10 @@ from pathlib import Path
 from ..config import ConfigError, load_stack_file
 from ..config.load import values_from_stack_file
 from . import hostkeys
-from .engines import engine_services
 from .fabric import choose
 from .facts import DiscoveryError
 from .merge import compose, merge_values, unified_diff
-from .nodes import Discovered, fabric_item, node_item, node_name, service_items
+from .nodes import Discovered, assemble, node_name
 from .probe import Target, probe
 from .write import new_stack_file
 
@@ -84,13 +83,8 @@ def discover(args: argparse.Namespace) -> Discovered:
     names: list[str] = []
     for t, m in zip(targets, machines):
         names.append(node_name(t.name, m, set(names)))
-    nodes = [node_item(n, m, keys[t.host], args.user, args.port, args.identity, fabric)
-             for n, m, t in zip(names, machines, targets)]
-    engines = [e for n, m in zip(names, machines) for e in engine_services(n, m, args.engine_pattern)]
-    retire, keep, notes = service_items(engines)
-    for node in nodes:
-        node.comments += notes.get(node.value["name"], [])
-    return Discovered(nodes=nodes, fabric=fabric_item(fabric) if fabric else None, retire=retire, keep=keep)
+    return assemble([(n, m, keys[t.host]) for n, m, t in zip(names, machines, targets)], args.user, args.port,
+                    args.identity, fabric, args.engine_pattern)
 
 
 def checked(text: str, out: Path) -> None:

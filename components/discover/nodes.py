@@ -9,7 +9,7 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .engines import EngineService
+from .engines import EngineService, engine_services
 from .fabric import Fabric
 from .facts import ARCHES, DiscoveryError, MachineFacts
 
@@ -143,3 +143,14 @@ def service_items(found: list[EngineService]) -> tuple[list[Item], list[Item], d
                                [f"{what}: proposed to retire (stopped before ours start, restored on destroy; "
                                 f"move it to keep to leave it running)"]))
     return retire, keep, notes
+
+
+def assemble(machines: list[tuple[str, MachineFacts, str]], user: str, port: int, identity: str | None,
+             fabric: Fabric | None, patterns=()) -> Discovered:
+    """The stack's parts from (node name, facts, trusted host key) per machine and their fabric."""
+    nodes = [node_item(name, facts, key, user, port, identity, fabric) for name, facts, key in machines]
+    engines = [e for name, facts, _ in machines for e in engine_services(name, facts, list(patterns))]
+    retire, keep, notes = service_items(engines)
+    for node in nodes:
+        node.comments += notes.get(node.value["name"], [])
+    return Discovered(nodes=nodes, fabric=fabric_item(fabric) if fabric else None, retire=retire, keep=keep)

@@ -16,35 +16,16 @@ from components.config import load_stack_file
 from components.config.load import values_from_stack_file
 from components.discover import __main__ as cli
 from components.discover import hostkeys
-from components.discover.engines import engine_services
-from components.discover.fabric import choose
-from components.discover.facts import DiscoveryError, parse
+from components.discover.facts import DiscoveryError
 from components.discover.merge import compose, merge_values, split, unified_diff
-from components.discover.nodes import Discovered, fabric_item, node_item, service_items
 from components.discover.write import new_stack_file
+from tests.unit.discover import captured
+from tests.unit.discover.captured import discovered
 
 REPO = Path(__file__).resolve().parents[3]
-DATA = Path(__file__).parent / "data"
 LAB_STACK = REPO / "stacks" / "Pulumi.lab.yaml"
-LAB_KEYS = {i: " ".join((REPO / f"tests/lab/hostkeys/bws-lab-{i}/ssh_host_ed25519_key.pub").read_text().split()[:2])
-            for i in (1, 2)}
-
-
-def discovered(pairs: list[tuple[str, str, str]], patterns=()) -> Discovered:
-    """(name, data file, host) → the parts discovery writes, as __main__.discover builds them."""
-    machines = [parse(host, (DATA / f"{data}.txt").read_text()) for _, data, host in pairs]
-    fabric = choose(machines)
-    nodes = [node_item(name, m, LAB_KEYS[1 + i % 2], "root", 22, "tests/lab/.state/id_ed25519", fabric)
-             for i, ((name, _, _), m) in enumerate(zip(pairs, machines))]
-    engines = [e for (name, _, _), m in zip(pairs, machines) for e in engine_services(name, m, list(patterns))]
-    retire, keep, notes = service_items(engines)
-    for node in nodes:
-        node.comments += notes.get(node.value["name"], [])
-    return Discovered(nodes, fabric_item(fabric) if fabric else None, retire, keep)
-
-
-LAB = [("lab-1", "lab-1", "198.18.0.11"), ("lab-2", "lab-2", "198.18.0.12")]
-SPARKS = [("spark-1a32", "spark-1", "198.18.3.12"), ("spark-5be3", "spark-2-port0", "198.18.3.13")]
+LAB_KEYS = captured.LAB_KEYS
+LAB, SPARKS = captured.LAB, captured.SPARKS
 
 
 def test_new_spark_stack_loads_as_written(tmp_path):
