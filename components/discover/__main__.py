@@ -13,6 +13,7 @@ import ipaddress
 import re
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from ..config import ConfigError, load_stack_file
@@ -61,8 +62,9 @@ def ask(question: str) -> bool:
 def trusted_keys(targets: list[Target], accepted: set[str]) -> dict[str, str]:
     """host → the host key the operator trusts; every host is asked before any error stops it."""
     trusted, problems = {}, []
-    for t in targets:
-        keys = hostkeys.scan(t.host, t.port)
+    with ThreadPoolExecutor(max_workers=8) as pool:
+        scanned = list(pool.map(lambda t: hostkeys.scan(t.host, t.port), targets))
+    for t, keys in zip(targets, scanned):
         for key in keys:
             print(f"{t.host}: {key.split()[0]} {hostkeys.fingerprint(key)}", file=sys.stderr)
         try:
@@ -78,7 +80,8 @@ def discover(args: argparse.Namespace) -> Discovered:
     targets = [Target.parse(h, args.port) for h in args.hosts]
     keys = trusted_keys(targets, {hostkeys.normalized(fp) for fp in args.accept_host_key})
     private_key = Path(args.identity).expanduser().read_text() if args.identity else None
-    machines = [probe(t, args.user, keys[t.host], private_key) for t in targets]
+    with ThreadPoolExecutor(max_workers=8) as pool:     # one SSH session per machine, at once
+        machines = list(pool.map(lambda t: probe(t, args.user, keys[t.host], private_key), targets))
     fabric = choose(machines, args.fabric_subnet)
     names: list[str] = []
     for t, m in zip(targets, machines):
