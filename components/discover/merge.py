@@ -62,8 +62,10 @@ def _fabric(old, found: Item | None) -> Item | None:
 
 
 def _grown(old: list, found: list[Item], other: list) -> list[Item]:
+    """The file's entries and the new ones; nothing (the block left as written) when none is new."""
     listed = {(r.get("node"), r.get("unit")) for r in old + other if isinstance(r, dict)}
-    return [Item(r, []) for r in old] + [i for i in found if (i.value["node"], i.value["unit"]) not in listed]
+    new = [i for i in found if (i.value["node"], i.value["unit"]) not in listed]
+    return [Item(r, []) for r in old] + new if new else []
 
 
 @dataclass

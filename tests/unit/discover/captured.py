@@ -19,7 +19,9 @@ LAB = [("lab-1", "lab-1", "198.18.0.11"), ("lab-2", "lab-2", "198.18.0.12")]
 SPARKS = [("spark-1a32", "spark-1", "198.18.3.12"), ("spark-5be3", "spark-2-port0", "198.18.3.13")]
 
 
-def discovered(pairs: list[tuple[str, str, str]], patterns=()) -> Discovered:
-    machines = [parse(host, (DATA / f"{data}.txt").read_text()) for _, data, host in pairs]
+def discovered(pairs: list[tuple[str, str, str]], patterns=(), data: Path = DATA, files: dict | None = None) -> Discovered:
+    """`files`: another capture (in `data`) in place of a data file."""
+    machines = [parse(host, ((data if f in (files or {}) else DATA) / f"{(files or {}).get(f, f)}.txt").read_text())
+                for _, f, host in pairs]
     named = [(name, m, LAB_KEYS[1 + i % 2]) for i, ((name, _, _), m) in enumerate(zip(pairs, machines))]
     return assemble(named, "root", 22, "tests/lab/.state/id_ed25519", choose(machines), patterns)

@@ -20,7 +20,7 @@ from components.discover.facts import DiscoveryError
 from components.discover.merge import compose, merge_values, split, unified_diff
 from components.discover.write import new_stack_file
 from tests.unit.discover import captured
-from tests.unit.discover.captured import discovered
+from tests.unit.discover.captured import DATA, discovered
 
 REPO = Path(__file__).resolve().parents[3]
 LAB_STACK = REPO / "stacks" / "Pulumi.lab.yaml"
@@ -96,10 +96,29 @@ def test_second_run_is_a_fixed_point_and_names_come_from_the_file(tmp_path):
 
 
 def test_retired_unit_not_running_any_more_stays_in_retire(tmp_path):
+    """glm.service, retired by `up`, is not running when the machines are discovered again: the
+    retire block stays as written (retire and keep only grow)."""
     path = _lab_copy(tmp_path)
-    merged = merge_values(values_from_stack_file(path), discovered(LAB))   # glm not seen: retired already
-    assert [r.value for r in merged.retire] == [{"node": "lab-1", "unit": "glm.service"}]
-    assert [k.value for k in merged.keep] == [{"node": "lab-2", "unit": "embeddings.service"}]
+    old = path.read_text()
+    merged = merge_values(values_from_stack_file(path), discovered(LAB))
+    assert merged.retire == [] and merged.keep == []
+    new = compose(old, merged)
+    block = old[old.index("  blackwell-serving:retire:"):old.index("  blackwell-serving:ray:")]
+    assert block in new
+
+
+def test_a_new_unit_grows_retire_and_keeps_the_listed_ones(tmp_path):
+    path = tmp_path / "Pulumi.grow.yaml"
+    path.write_text(LAB_STACK.read_text().replace("    - {node: lab-1, unit: glm.service}\n",
+                                                  "    - {node: lab-2, unit: old.service}\n"))
+    lab1_running_glm = (DATA / "lab-1.txt").read_text() + "service\tglm.service\tGLM\tpython3 -m http.server 8000\n"
+    (tmp_path / "lab-1-glm.txt").write_text(lab1_running_glm)
+    merged = merge_values(values_from_stack_file(path),
+                          discovered([("lab-1", "lab-1", "198.18.0.11"), ("lab-2", "lab-2", "198.18.0.12")],
+                                     [re.compile(r"http\.server")], data=tmp_path, files={"lab-1": "lab-1-glm"}))
+    assert [i.value for i in merged.retire] == [{"node": "lab-2", "unit": "old.service"},
+                                                {"node": "lab-1", "unit": "glm.service"}]
+    assert merged.keep == []                 # embeddings.service is listed already
 
 
 def test_a_file_indented_by_four_and_a_file_without_config(tmp_path):
