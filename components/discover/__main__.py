@@ -18,6 +18,7 @@ from pathlib import Path
 
 from ..config import ConfigError, load_stack_file
 from ..config.load import values_from_stack_file
+from ..config.stackfile import parse_yaml
 from . import hostkeys
 from .fabric import choose
 from .facts import DiscoveryError
@@ -122,7 +123,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"wrote {args.out}; next: `pulumi stack init {args.stack}` if new, then `pulumi preview --stack {args.stack}`")
         return 0
     diff = unified_diff(old, text, str(args.out))
-    if not diff:
+    if not diff or parse_yaml(old) == parse_yaml(text):    # the same values: comments are not worth a rewrite
         print(f"{args.out}: already says what the machines show; nothing to write")
         return 0
     print(diff, end="")
