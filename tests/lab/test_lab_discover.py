@@ -85,8 +85,10 @@ def test_two_nodes_discovered_preview_and_serve(lab_clean, tmp_path):
     try:
         preview = stack.run("preview")
         assert preview.returncode == 0, preview.stdout[-4000:] + preview.stderr[-2000:]
+        started = time.monotonic()
         up = stack.run("up", "--yes", "--skip-preview")
         assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
+        print(f"up of the discovered stack: {time.monotonic() - started:.0f} s")
         answer = completion()
         assert answer["choices"][0]["message"]["content"] is not None, answer
         # Again, with glm retired by `up`: nothing to write (retire and keep only grow).
@@ -131,6 +133,8 @@ def test_four_nodes_discovered_preview(lab_clean, tmp_path):
         discovered = time.monotonic()
         preview = stack.run("preview")
         assert preview.returncode == 0, preview.stdout[-4000:] + preview.stderr[-2000:]
+        assert all(f"lab-{n.index}" in preview.stdout for n in nodes), preview.stdout[-4000:]
+        print(preview.stdout[-3000:])
         print(f"four nodes: lab up {grown - started:.0f} s, discovery {discovered - grown:.1f} s, "
               f"preview {time.monotonic() - discovered:.0f} s")
     finally:
