@@ -509,6 +509,13 @@ class ServiceRef(Strict):
 PROTECTED_UNITS = ("ssh", "sshd", "docker", "containerd", "dbus")
 
 
+def protected_unit(unit: str) -> bool:
+    """A unit that keeps the node reachable or runs the containers: ssh, sshd, docker, containerd,
+    dbus, systemd-* (with any instance or suffix)."""
+    base = re.split(r"[.@]", unit, maxsplit=1)[0]
+    return base in PROTECTED_UNITS or base.startswith("systemd-")
+
+
 class RetireRef(ServiceRef):
     """A foreign unit to stop and disable before serving, started again on destroy. Never one that
     keeps the node reachable or runs the containers: ssh, sshd, docker, containerd, dbus, systemd-*."""
@@ -516,11 +523,9 @@ class RetireRef(ServiceRef):
     @field_validator("unit", mode="before")
     @classmethod
     def _retirable(cls, v):
-        if isinstance(v, str):
-            base = re.split(r"[.@]", v, maxsplit=1)[0]
-            if base in PROTECTED_UNITS or base.startswith("systemd-"):
-                raise ValueError(f"{v[:130]!r} keeps the node reachable or runs our containers and cannot be retired; "
-                                 f"fix: remove it from retire")
+        if isinstance(v, str) and protected_unit(v):
+            raise ValueError(f"{v[:130]!r} keeps the node reachable or runs our containers and cannot be retired; "
+                             f"fix: remove it from retire")
         return v
 
 
