@@ -201,7 +201,7 @@ def test_every_node_reports_its_link_speed_before_its_rank_starts():
 def test_the_fraction_of_the_line_rate_by_backend(stack, backend, fraction):
     from components.preflight.bandwidth import LINE_RATE_FRACTION, floor_values
     s = snap(stack)
-    [d] = [d for d in s.spec.deployments if d.topology != "single"]
+    [d] = [d for d in s.spec.deployments if d.ranks_span_nodes]
     values = floor_values(d, s.spec.fabric, 0, s.spec.fabric.netdev)
     assert values["fraction"] == LINE_RATE_FRACTION[backend] == fraction
     words = (["TCP", "NCCL_IB_DISABLE", "fabric.gid_index", "PCIe twins", "fabric.hcas"] if backend == "nccl"

@@ -67,8 +67,8 @@ def test_merge_into_the_lab_stack_rewrites_only_the_discovered_blocks(tmp_path):
     new = compose(old, merge_values(values_from_stack_file(path), discovered(LAB, [re.compile(r"http\.server")])))
     diff = unified_diff(old, new, str(path))
     changed = [line for line in diff.splitlines() if line[:1] in "+-" and line[:3] not in ("+++", "---")]
-    # The lab stack writes memory_gb 8 where the machines have 23.5; the fabric gets its prefix.
-    assert {"-      gpu: {kind: cpu, count: 1, memory_gb: 8}", "+      gpu: {kind: cpu, count: 1, memory_gb: 23.5}",
+    # The lab stack writes memory_gb 16 where the machines have 23.5; the fabric gets its prefix.
+    assert {"-      gpu: {kind: cpu, count: 1, memory_gb: 16}", "+      gpu: {kind: cpu, count: 1, memory_gb: 23.5}",
             "+    prefix_len: 24", "     bandwidth_check: {size_mb: 64, iterations: 3}"} <= set(changed) | set(
         diff.splitlines()), diff
     # Everything before the nodes and from images on (retire and keep already listed) is as it was.
