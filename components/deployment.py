@@ -1,6 +1,6 @@
-"""Deployment: the engine (vLLM or SGLang) as systemd units running its container — one node,
-vLLM over a Ray cluster, or the engine's own multi-node launch (SGLang's, or vLLM's without Ray)
-— and the health gate that sends a real chat completion. Its endpoint is a stack output."""
+"""Deployment: the engine (components/engines) as systemd units of its runtime (components/runtimes:
+a container, or a venv process) — one node, over a Ray cluster, or the engine's own multi-node
+launch — and the health gate that sends a real chat completion. Its endpoint is a stack output."""
 
 from __future__ import annotations
 

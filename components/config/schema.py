@@ -17,7 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ..engines import ENGINES
+from ..engines import ENGINES, Launch
 from .venv import VenvSpec, image_problems
 
 # A name that becomes part of a unit, container, image or path name.
@@ -391,7 +391,7 @@ Engine = Literal[tuple(ENGINES)]
 
 class DeploymentSpec(Strict):
     name: Name = Field(description="the deployment's name: its unit is bws-NAME.service, its container bws-NAME")
-    engine: Engine = Field(description="vllm or sglang")
+    engine: Engine = Field(description=" or ".join(ENGINES))
     image: Name = Field(description="an entry of images:")
     model: Name = Field(description="an entry of models:")
     nodes: list[Name] = Field(min_length=1, description="nodes it runs on; the first is the head")
@@ -406,7 +406,7 @@ class DeploymentSpec(Strict):
         """Its engine's ranks talk across the fabric (what the bandwidth check measures); a Ray
         cluster whose engine runs on its head alone (executor: head) does not."""
         return len(self.engine_nodes) > 1
-    topology: Literal["single", "ray", "native"] = Field(
+    topology: Launch = Field(
         "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch "
                               "without Ray (SGLang --nnodes/--node-rank/--dist-init-addr; vLLM --nnodes/--node-rank/"
                               "--master-addr/--master-port, the other ranks --headless)")
