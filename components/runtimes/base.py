@@ -44,6 +44,9 @@ class Runtime(ABC):
     image_id: pulumi.Input[str]
     ready: dict[str, pulumi.Resource]
     python: str | None = None
+    # Whether ranks run in containers of the image: the NVIDIA container toolkit must then give
+    # them the GPUs (the preflight's ContainerGpus), which a venv process does not need.
+    ranks_in_containers: bool = True
 
     @classmethod
     @abstractmethod

@@ -9,6 +9,8 @@ from .base import Runtime
 
 
 class VenvRuntime(Runtime):
+    ranks_in_containers = False
+
     def __init__(self, venv: VenvEngine):
         self.spec, self.tag, self.image_id = venv.spec, venv.tag, venv.image_id
         self.venv = venv
@@ -27,4 +29,4 @@ class VenvRuntime(Runtime):
                               pre_start=start.pre_start)
 
     def rank_container(self, container):
-        return None
+        return None  # a plain process of the venv
