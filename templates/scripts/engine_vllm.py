@@ -1,7 +1,8 @@
 """vLLM, as the engine probe and the venv verify read it inside the image (bundled with them by
 components/render.py python_program; components/engines/vllm.py names it). The interface every
 engine_NAME.py gives engine_flags.py and probe_engine.py: MODULE, DISTS, ARGS_AFTER, RENAMES,
-known_architectures(), serve_parser(), help_argvs()."""
+known_architectures(), serve_parser(), help_argvs(); optionally model_problems(model_dir) -> (what
+the model is, problems) for a model that is not a Hugging Face checkpoint (probe_engine.py)."""
 
 import shutil
 from importlib import import_module
