@@ -24,8 +24,7 @@ from .observe import Observer
 from .observe.observer import Prober
 from .secrets import plain_value, resolve
 from .services import KeptService, RetiredService
-from .runtimes import RUNTIMES
-from .venv import downloader
+from .runtimes import RUNTIMES, downloader
 
 
 class ServingStack(pulumi.ComponentResource):

@@ -31,7 +31,7 @@ import pulumi
 from . import types
 from .config import ConfigError
 from .config.load import PROJECT
-from .config.schema import DeploymentSpec, ImageSpec, StackSpec
+from .config.schema import DeploymentSpec, ImageSpec
 from .config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
 from .engines import ENGINES
 from .node import Node
@@ -215,17 +215,3 @@ class VenvEngine(pulumi.ComponentResource):
         # The units' trigger: the digest, once a node has built and verified it.
         self.image_id = pulumi.Output.all(*ids.values()).apply(lambda values: ",".join(sorted(set(values))))
         self.register_outputs({"digest": self.digest, "root": self.root})
-
-
-def downloader(spec: StackSpec, model: str) -> dict:
-    """How the hub download of `model` runs: in the base image of the first docker deployment that
-    serves it (engine images carry huggingface_hub), or, for a venv entry, with the node's own
-    python (venv.python), so that it starts at once, beside the build."""
-    for d in spec.deployments:
-        if d.model == model:
-            img = spec.image(d.image)
-            if img.runtime == "venv":
-                return {"downloader_image": None, "downloader_python": img.venv.python}
-            return {"downloader_image": img.base, "downloader_python": None}
-    docker = [i for i in spec.images if i.runtime == "docker"]
-    return {"downloader_image": docker[0].base if docker else "python:3.12-slim", "downloader_python": None}

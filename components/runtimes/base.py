@@ -55,6 +55,12 @@ class Runtime(ABC):
               opts: pulumi.ResourceOptions) -> Runtime:
         """Build the entry and put it on every node that needs it (Pulumi components under opts)."""
 
+    @staticmethod
+    @abstractmethod
+    def hub_downloader(img: ImageSpec) -> dict:
+        """How the hub download of a model this entry serves runs (ModelCache's downloader_image,
+        downloader_python)."""
+
     @abstractmethod
     def rank_unit_text(self, d: DeploymentSpec, fabric: FabricSpec | None, start: RankStart) -> str:
         """The systemd unit that runs one rank of deployment d."""

@@ -32,6 +32,10 @@ class DockerRuntime(Runtime):
             registry.fill(built, after=list(sync.copies.values()))
         return cls(built, sync)
 
+    @staticmethod
+    def hub_downloader(img):
+        return {"downloader_image": img.base, "downloader_python": None}  # engine images carry huggingface_hub
+
     def rank_unit_text(self, d, fabric, start):
         files: list[tuple[str, str]] = []
         command = start.command

@@ -22,6 +22,11 @@ class VenvRuntime(Runtime):
         return cls(VenvEngine(img, [nodes[n] for n in img.nodes], [d for d in spec.deployments if d.image == img.name],
                               key_path=key_path, opts=opts))
 
+    @staticmethod
+    def hub_downloader(img):
+        # The node's own python: the download starts at once, beside the build.
+        return {"downloader_image": None, "downloader_python": img.venv.python}
+
     def rank_unit_text(self, d, fabric, start):
         return venv_unit_text(component=start.component, description=start.description, img=self.spec,
                               command=start.command, environment=start.environment, env_file=start.env_file,
