@@ -19,6 +19,11 @@ Launch = Literal["single", "ray", "native"]
 
 
 class Engine(ABC):
+    """What it needs from its runtime (components/runtimes), whichever runs it: its program,
+    argv[0] of argv(), a bare name found on the image's PATH or in the venv's bin; a python there
+    that imports its package (the probe and the verify run probe_module in it); its API key in the
+    environment (api_key_var, from the root-only env file the runtime hands over)."""
+
     name: ClassVar[str]                   # what `engine:` says in a stack file
     launches: ClassVar[frozenset[str]]    # the topologies it supports (the schema checks against them)
     api_key_var: ClassVar[str]            # the environment variable it reads its API key from

@@ -72,3 +72,50 @@ def test_the_wiring_has_no_branch_on_an_engine_or_a_runtime(module):
     names = "|".join(map(re.escape, [*ENGINES, *RUNTIMES]))
     found = re.findall(rf"""[=!]=\s*["'](?:{names})["']|runtime\s*[=!]=|\.engine\s*[=!]=|isinstance\([^)]*Venv""", text)
     assert not found, f"{module} branches on an engine or a runtime: {found}"
+
+
+class Toy(Engine):
+    """A third engine defined here alone: the wiring must take it through the interface."""
+    name = "toy"
+    launches = frozenset({"single", "native"})
+    api_key_var = "TOY_API_KEY"
+    health_path = "/healthz"
+    probe_module = "engine_vllm"   # an in-image module that exists (a real engine brings its own)
+
+    def argv(self, d, model_path, rank=0, head_address=None):
+        return ["toy-server", "--model", model_path, "--port", str(d.port), "--rank", str(rank)]
+
+    def restart(self, d):
+        return "always"
+
+    def watches_ranks(self, d):
+        return True
+
+
+def test_a_new_engine_needs_no_change_to_the_wiring(monkeypatch):
+    from tests.unit import mocked
+
+    monkeypatch.setitem(ENGINES, "toy", Toy())
+    spec = mocked.load_stack_file(mocked.REPO / "stacks" / "Pulumi.lab.yaml")
+    native = next(d for d in spec.deployments if d.topology == "native")
+
+    # The schema's engines are fixed when it is imported: the toy enters after the mocks' own
+    # validation of the spec (the lab's file secrets pointed at a stand-in file).
+    def to_toy(valid):
+        swapped = [d.model_copy(update={"engine": "toy"}) if d.name == native.name else d for d in valid.deployments]
+        return valid.model_copy(update={"deployments": swapped})
+    swap = mocked._file_secrets_to_sentinel
+    monkeypatch.setattr(mocked, "_file_secrets_to_sentinel", lambda s: to_toy(swap(s)))
+    snap = mocked.snapshot("lab", spec)
+    assert next(d for d in snap.spec.deployments if d.name == native.name).engine == "toy"
+    units = [u for u in snap.units if u.unit_name == f"bws-{native.name}.service"]
+    assert len(units) == len(native.nodes)
+    for rank, unit in enumerate(sorted(units, key=lambda u: native.nodes.index(u.node.name))):
+        words = re.findall(r'"([^"]*)"', unit.unit_text)   # ExecStart's quoted words
+        start = words.index("toy-server")
+        assert words[start:start + 7] == ["toy-server", "--model", words[start + 2], "--port", str(native.port),
+                                          "--rank", str(rank)]
+        assert "Restart=always" in unit.unit_text
+    assert any(url.endswith(f":{native.port}/healthz") for w in snap.watches.values() for url in w.urls)
+    watches = [r for r in snap.steps() if r.name == f"{native.name}-rank1-watch-timer"]
+    assert watches, "the toy engine asked for rank watches"
