@@ -23,8 +23,8 @@ from .config import ConfigError
 from .observe import Observer
 from .observe.observer import Prober
 from .secrets import plain_value, resolve
-from .services import KeptService, RetiredService
 from .runtimes import RUNTIMES, downloader
+from .services import KeptService, RetiredService
 
 
 class ServingStack(pulumi.ComponentResource):
@@ -119,8 +119,9 @@ class ServingStack(pulumi.ComponentResource):
         for d in spec.deployments:
             head, model = d.nodes[0], self.models[d.model]
             head_fabric = self.nodes[head].spec.fabric_address
-            argvs = engine_of(d).rank_argvs(d, model.path, str(head_fabric) if head_fabric else None)
-            checks.append(EngineProbe(d.name, engine_of(d), self.nodes[head], self.images[d.image].tag, model.path,
+            engine = engine_of(d)
+            argvs = engine.rank_argvs(d, model.path, str(head_fabric) if head_fabric else None)
+            checks.append(EngineProbe(d.name, engine, self.nodes[head], self.images[d.image].tag, model.path,
                                       argvs, image_id=self.images[d.image].image_id,
                                       venv_python=self.images[d.image].python,
                                       depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))

@@ -19,7 +19,6 @@ from ..render import python_program, render
 from ..steps import StepInfo
 
 
-
 def rdma_port(hca: str) -> str:
     """"mlx5_0:1" (or "mlx5_0", port 1) → "mlx5_0/1", as sysfs lays it out."""
     name, _, port = hca.partition(":")
