@@ -391,7 +391,7 @@ Engine = Literal[tuple(ENGINES)]
 
 class DeploymentSpec(Strict):
     name: Name = Field(description="the deployment's name: its unit is bws-NAME.service, its container bws-NAME")
-    engine: Engine = Field(description=" or ".join(ENGINES))
+    engine: Engine = Field(description="the engine that serves (components/engines: one module each)")
     image: Name = Field(description="an entry of images:")
     model: Name = Field(description="an entry of models:")
     nodes: list[Name] = Field(min_length=1, description="nodes it runs on; the first is the head")

@@ -2,9 +2,11 @@
 variable, its paths, the launches it supports, the options only it takes), methods where the answer
 depends on the deployment (its command line, which ranks serve the API, its restart policy).
 
-A new engine is one module defining a subclass, one in-image module templates/scripts/engine_NAME.py
-(how the probe and the venv verify read its model registry and its own flag parser), and its entry
-in ENGINES (components/engines/__init__.py). Nothing outside reads an engine's name."""
+A new engine is: one module here defining a subclass; its in-image module
+templates/scripts/engine_NAME.py (how the probe and the venv verify read its model registry, or
+check a model of another format, and its own flag parser); its tests. Outside those it touches
+components/engines/__init__.py (its ENGINES entry) and docs/stack-reference.md (regenerated:
+`engine:` takes one more value). Nothing else reads an engine's name."""
 
 from __future__ import annotations
 
