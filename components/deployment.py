@@ -1,6 +1,6 @@
-"""Deployment: the engine (vLLM or SGLang) as systemd units running its container — one node,
-vLLM over a Ray cluster, or the engine's own multi-node launch (SGLang's, or vLLM's without Ray)
-— and the health gate that sends a real chat completion. Its endpoint is a stack output."""
+"""Deployment: the engine (components/engines) as systemd units of its runtime (components/runtimes:
+a container, or a venv process) — one node, over a Ray cluster, or the engine's own multi-node
+launch — and the health gate that sends a real chat completion. Its endpoint is a stack output."""
 
 from __future__ import annotations
 
@@ -13,82 +13,54 @@ from . import types
 from .benchmark import benchmark_step, figures as benchmark_figures
 from .cluster import RayCluster
 from .config.schema import DeploymentSpec, FabricSpec
-from .containers import docker_args
-from .engines import API_KEY_VAR, engine_argv
+from .engines import engine_of
 from .fabric import fabric_environment
 from .node import Node
 from .observe import EndpointAnswers
 from .remote import run
 from .render import digest, render
+from .runtimes import RankStart, Runtime
 from .steps import StepInfo
-from .unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text, env_file_text
-from .venv import VenvEngine, venv_unit_text
+from .unit import DROP_PAGE_CACHE, SystemdUnit, env_file_text
 from .watchdog import RankWatch, Watchdog
-
-SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
-# The engine's command, run with the NAME=value lines of the secrets file in its environment
-# (each line exported as it is: no shell evaluation of a value).
-SOURCE_SECRETS = ["/bin/sh", "-c",
-                  f'while IFS= read -r kv; do export "$kv"; done < {SECRETS_IN_CONTAINER} && exec "$@"',
-                  "engine"]
 
 
 class Deployment(pulumi.ComponentResource):
-    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], *, image: str, image_id: pulumi.Input[str],
-                 model_path: str,
+    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], *, runtime: Runtime, model_path: str,
                  model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
                  api_key: pulumi.Output[str] | None, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
-                 venv: "VenvEngine | None" = None, opts: pulumi.ResourceOptions | None = None):
+                 opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.DEPLOYMENT, spec.name, None, opts)
         self.spec = spec
+        engine = engine_of(spec)
         head = nodes[0]
         unit_name = f"bws-{spec.name}.service"
         container = f"bws-{spec.name}"
         env_file = f"/etc/blackwell-serving/{spec.name}.env" if api_key is not None else None
-        key_var = API_KEY_VAR[spec.engine]
+        key_var = engine.api_key_var
         env_text = env_file_text({key_var: api_key}) if api_key is not None else None
         head_fabric = str(head.spec.fabric_address) if head.spec.fabric_address else None
 
         def unit_for(node: Node, rank: int, deps: Sequence[pulumi.Resource]) -> SystemdUnit:
-            env = {**fabric_environment(fabric, node.spec), "HF_HUB_OFFLINE": "1", **spec.env}
+            env = {**fabric_environment(fabric, node.spec), "HF_HUB_OFFLINE": "1", **engine.env(spec), **spec.env}
             mounts = [f"{model_cache_dir}:{model_cache_dir}:ro"]
-            files: list[tuple[str, str]] = []
             after, binds = [], []
             if cluster is not None and spec.executor == "ray":
                 env["RAY_ADDRESS"] = cluster.address
                 mounts.append(f"{cluster.tmp_dir}:/tmp/ray")
                 after = binds = [cluster.head_unit_name]
-            command = engine_argv(spec, model_path, rank, head_fabric)
-            # A rank of vLLM's native launch whose peer died ends with exit status 0 (its API server
-            # shuts down cleanly after the engine's death; found in the lab): on-failure would leave
-            # it stopped, and the watchdog leaves a stopped engine to systemd.
-            restart = "always" if spec.topology == "native" and spec.engine == "vllm" else "on-failure"
             pre_start = [DROP_PAGE_CACHE] if spec.drop_page_cache else []
             if cluster is not None:
                 # After a reboot the units start together: the engine waits for its Ray head.
                 pre_start.append(cluster.wait_for_head)
-            if venv is not None:  # runtime venv: no container; the key through EnvironmentFile= (components/venv.py)
-                text = venv_unit_text(component=f"Deployment {spec.name}", description=f"blackwell-serving "
-                                      f"{spec.engine} {spec.name}" + (f" (rank {rank})" if spec.topology == "native"
-                                                                     else ""), img=venv.spec, command=command,
-                                      environment=env, env_file=env_file, after=after, binds_to=binds,
-                                      restart=restart, pre_start=pre_start)
-            elif env_file:
-                # The key reaches the engine through a mounted root-only file, read into its
-                # environment at start: with `-e NAME` Docker would copy the value into the
-                # container's config, where `docker inspect` shows it.
-                files.append((env_file, SECRETS_IN_CONTAINER))
-                command = [*SOURCE_SECRETS, *command]
-            text = text if venv is not None else container_unit_text(
+            start = RankStart(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
-                + (f" (rank {rank})" if spec.topology == "native" else ""),
-                container=container, image=image, command=command,
-                docker_args=docker_args(spec.docker, fabric, list(env), mounts, files),
-                environment=env, after=after, binds_to=binds, restart=restart,
-                pre_start=pre_start)
-            return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, text, env_file=env_file,
-                               env_text=env_text, depends_on=deps, triggers=[image_id],
-                               container=None if venv is not None else container,
+                + (f" (rank {rank})" if spec.topology == "native" else ""), container=container,
+                command=engine.argv(spec, model_path, rank, head_fabric), environment=env, env_file=env_file,
+                mounts=mounts, after=after, binds_to=binds, restart=engine.restart(spec), pre_start=pre_start)
+            return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, runtime.rank_unit_text(spec, fabric, start),
+                               env_file=env_file, env_text=env_text, depends_on=deps, triggers=[runtime.image_id],
+                               container=runtime.rank_container(container),
                                opts=pulumi.ResourceOptions(parent=self))
 
         deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])
@@ -116,7 +88,7 @@ class Deployment(pulumi.ComponentResource):
             create=render("scripts/health-gate.sh.j2", deployment=spec.name, served_name=spec.served_name,
                           unit=unit_name, timeout_s=spec.health.timeout_s,
                           engine_digest=digest(*(u.unit_text for u in self.units)), **completion),
-            expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}/health"),
+            expect=EndpointAnswers(head.name, f"http://{_url_host(address)}:{spec.port}{engine.health_path}"),
             # Checked again after every start an install step does (also of a Ray unit the engine
             # is bound to), not only when a unit's text changes.
             triggers=[*(cluster.started if cluster is not None else []), *(u.started for u in self.units)],
@@ -125,7 +97,7 @@ class Deployment(pulumi.ComponentResource):
         # The benchmark after the gate (components/benchmark.py): its figures, the output `benchmark`.
         self.benchmark = benchmark_step(
             spec, head, parent=self, address=address, engine_digest=digest(*(u.unit_text for u in self.units)),
-            env_file=env_file, key_var=key_var, image=image, venv_python=venv.python if venv else None,
+            env_file=env_file, key_var=key_var, image=runtime.tag, venv_python=runtime.python,
             depends_on=[self.health])
         self.figures = benchmark_figures(self.benchmark.stdout) if self.benchmark else None
         if spec.watchdog.enabled:
@@ -136,14 +108,13 @@ class Deployment(pulumi.ComponentResource):
                                      state_dir=state_dir,
                                      depends_on=[self.health, *([self.benchmark] if self.benchmark else [])],
                                      opts=pulumi.ResourceOptions(parent=self))
-        # vLLM's native launch: a rank whose head restarted alone waits on its dead peers for ever
-        # (found in the lab); each other rank's node watches its rank's connections to the head.
+        # Each rank past the head whose engine needs it watches its connections to the head.
         self.rank_watches = [
-            RankWatch(spec, node, rank, engine_unit=unit_name, container=None if venv is not None else container,
+            RankWatch(spec, node, rank, engine_unit=unit_name, container=runtime.rank_container(container),
                       head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health],
                       opts=pulumi.ResourceOptions(parent=self))
             for rank, node in enumerate(nodes)
-            if rank > 0 and spec.topology == "native" and spec.engine == "vllm" and spec.watchdog.enabled]
+            if rank > 0 and engine.watches_ranks(spec) and spec.watchdog.enabled]
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})

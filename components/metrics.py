@@ -1,5 +1,5 @@
 """The stack's Prometheus scrape config: every deployment's /metrics (vLLM serves it on the API
-port; SGLang with --enable-metrics, which components/engines.py passes) as one file_sd JSON,
+port; SGLang with --enable-metrics, which components/engines/sglang.py passes) as one file_sd JSON,
 `.state/metrics/<stack>.json` under the project, also the stack output `metrics`.
 
 Written by the program, not by a step: its content is the stack config alone (hosts, ports,
@@ -21,6 +21,7 @@ import tempfile
 from pathlib import Path
 
 from .config.schema import StackSpec
+from .engines import ENGINES, Engine
 
 # Under the Pulumi project that runs the program (the engine runs it in the project's folder),
 # whether this package is that project or a library it imports.
@@ -41,8 +42,13 @@ def file_sd(stack: str, spec: StackSpec) -> list[dict]:
     /metrics for every rank), labelled with the stack, deployment, engine, node and model."""
     return [{"targets": [f"{target_host(spec, d)}:{d.port}"],
              "labels": {"stack": stack, "deployment": d.name, "engine": d.engine, "node": d.nodes[0],
-                        "served_name": d.served_name}}
+                        "served_name": d.served_name, **metrics_path_label(ENGINES[d.engine])}}
             for d in spec.deployments]
+
+
+def metrics_path_label(engine: Engine) -> dict[str, str]:
+    """Prometheus's own label for a scrape path other than its default /metrics."""
+    return {} if engine.metrics_path == "/metrics" else {"__metrics_path__": engine.metrics_path}
 
 
 def file_sd_path(stack: str, directory: Path | None = None) -> Path:

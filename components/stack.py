@@ -10,9 +10,8 @@ from . import types
 from .cluster import RayCluster
 from .config.schema import StackSpec
 from .deployment import Deployment
-from .engines import rank_argvs
+from .engines import engine_of
 from .gateway import gateway_for
-from .image import ContainerImage, ImageSync
 from .layer_registry import LayerRegistry
 from .model import ModelCache
 from .node import Node, read_private_key
@@ -24,8 +23,8 @@ from .config import ConfigError
 from .observe import Observer
 from .observe.observer import Prober
 from .secrets import plain_value, resolve
+from .runtimes import RUNTIMES, downloader
 from .services import KeptService, RetiredService
-from .venv import VenvEngine, downloader
 
 
 class ServingStack(pulumi.ComponentResource):
@@ -52,21 +51,10 @@ class ServingStack(pulumi.ComponentResource):
         self.layer_registries = {n: LayerRegistry(spec.fabric.layer_registry, self.nodes[n], child)
                                  for n in spec.layer_registry_nodes()}
         self.images, image_ready = {}, {}
-        for img in spec.images:
-            if img.runtime == "venv":  # the engine in a venv, built on each of its nodes (components/venv.py)
-                built = VenvEngine(img, [self.nodes[n] for n in img.nodes],
-                                   [d for d in spec.deployments if d.image == img.name],
-                                   key_path=f"images[{spec.images.index(img)}]", opts=child)
-                self.images[img.name], image_ready[img.name] = built, dict(built.ready)
-                continue
-            built = ContainerImage(img, self.nodes[img.build_node], opts=child)
-            peers = [self.nodes[n] for n in img.nodes if n != img.build_node]
-            registry = self.layer_registries.get(img.build_node)
-            sync = ImageSync(built, peers, spec.fabric, spec.state_dir, child, registry=registry) if peers else None
-            if sync and registry:
-                registry.fill(built, after=list(sync.copies.values()))
-            self.images[img.name] = built
-            image_ready[img.name] = {img.build_node: built.build, **(sync.copies if sync else {})}
+        for img in spec.images:  # a container image, or a venv built on each node (components/runtimes)
+            placed = RUNTIMES[img.runtime].place(img, spec, self.nodes, self.layer_registries,
+                                                 key_path=f"images[{spec.images.index(img)}]", opts=child)
+            self.images[img.name], image_ready[img.name] = placed, placed.ready
 
         self.models = {}
         for i, m in enumerate(spec.models):
@@ -105,10 +93,8 @@ class ServingStack(pulumi.ComponentResource):
                                      depends_on=[*images_there, *gates], opts=child)
             api_key = resolve(d.api_key, f"deployments[{i}].api_key") if d.api_key else None
             self.deployments[d.name] = Deployment(
-                d, nodes, image=image.tag, image_id=image.image_id, model_path=model.path,
-                model_cache_dir=model.spec.cache_dir,
+                d, nodes, runtime=image, model_path=model.path, model_cache_dir=model.spec.cache_dir,
                 fabric=spec.fabric, cluster=cluster, api_key=api_key, state_dir=spec.state_dir,
-                venv=image if isinstance(image, VenvEngine) else None,
                 depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
 
         # One OpenAI-compatible endpoint for every model, when the stack has one (components/gateway.py).
@@ -133,10 +119,11 @@ class ServingStack(pulumi.ComponentResource):
         for d in spec.deployments:
             head, model = d.nodes[0], self.models[d.model]
             head_fabric = self.nodes[head].spec.fabric_address
-            argvs = rank_argvs(d, model.path, str(head_fabric) if head_fabric else None)
-            checks.append(EngineProbe(d.name, d.engine, self.nodes[head], self.images[d.image].tag, model.path,
+            engine = engine_of(d)
+            argvs = engine.rank_argvs(d, model.path, str(head_fabric) if head_fabric else None)
+            checks.append(EngineProbe(d.name, engine, self.nodes[head], self.images[d.image].tag, model.path,
                                       argvs, image_id=self.images[d.image].image_id,
-                                      venv_python=getattr(self.images[d.image], "python", None),
+                                      venv_python=self.images[d.image].python,
                                       depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))
             if d.topology != "single":
                 for n in d.nodes:

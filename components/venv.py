@@ -9,7 +9,7 @@ On each node one step (templates/scripts/build-venv.sh.j2):
   `current` names it, and a build left half-done has no `.bws-built` mark and starts over);
 - verifies it: the engine imports and prints its version, the packages the node provides are the
   versions it had, and the engine's own parser takes the command line of every deployment of
-  this entry (components/engines.py; templates/scripts/engine_flags.py);
+  this entry (components/engines; templates/scripts/engine_flags.py);
 - only then switches: a `current` symlink renamed over the old one (`previous` keeps the one
   before, for a rollback by hand); a running unit keeps its venv until its own step restarts it;
 - prints `venv-id=<digest>`, the trigger of the units that run it.
@@ -31,16 +31,15 @@ import pulumi
 from . import types
 from .config import ConfigError
 from .config.load import PROJECT
-from .config.schema import DeploymentSpec, ImageSpec, StackSpec
+from .config.schema import DeploymentSpec, ImageSpec
 from .config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
-from .engines import rank_argvs
+from .engines import ENGINES
 from .node import Node
 from .observe import VenvCurrent
 from .remote import run, tagged_line
 from .render import digest, python_program, render
 from .steps import StepInfo
 
-VERIFY = python_program("verify_venv", "engine_flags")
 # What a commit that is not set yet reads as in a preview's scripts (the build refuses it).
 UNSET_COMMIT = "not_set"
 
@@ -110,7 +109,7 @@ def recipe(img: ImageSpec, commit: str | None, patches: Sequence[tuple[str, str]
 def build_script(img: ImageSpec, commit: str | None, patches: Sequence[tuple[str, str]],
                  checks: dict[str, list[str]]) -> str:
     """The build step's script (templates/scripts/build-venv.sh.j2); the verify program follows
-    it on stdin (VERIFY)."""
+    it on stdin (verify_program)."""
     v = img.venv
     text = recipe(img, commit, patches)
     return render("scripts/build-venv.sh.j2", name=img.name, root=venv_dir(img), digest=digest(text), recipe=text,
@@ -141,17 +140,22 @@ def engine_command_lines(deployments: Sequence[DeploymentSpec]) -> dict[str, lis
     stand-in model path and head address (the parser takes any)."""
     out: dict[str, list[list[str]]] = {}
     for d in deployments:
-        out.setdefault(d.engine, []).extend(rank_argvs(d, "/model", "127.0.0.1"))
+        out.setdefault(d.engine, []).extend(ENGINES[d.engine].rank_argvs(d, "/model", "127.0.0.1"))
     return out
 
 
+def verify_program(engines: Sequence[str]) -> str:
+    """The verify (templates/scripts/verify_venv.py) with the checker and each engine's own module."""
+    return python_program("verify_venv", "engine_flags", *(ENGINES[e].probe_module for e in engines))
+
+
 def venv_argv(img: ImageSpec, argv: list[str]) -> list[str]:
-    """An engine command line of components/engines.py run from the venv in use: SGLang's
-    `python3 -m sglang.launch_server` with the venv's python, vLLM's `vllm serve` with the venv's
-    console script (its first line names the venv's python)."""
+    """An engine command line (components/engines) run from the venv in use: its program, a bare
+    name, taken from the venv's bin (`python3 -m ...` with the venv's python; a console script
+    such as `vllm`, whose first line names the venv's python)."""
     head = argv[0]
-    if head not in ("python3", "vllm"):
-        raise ValueError(f"no venv program for the engine command {head!r}")
+    if not head or "/" in head:
+        raise ValueError(f"no venv program for the engine command {head!r}: an engine names its program bare")
     return [f"{venv_bin(img)}/{head}", *argv[1:]]
 
 
@@ -202,7 +206,7 @@ class VenvEngine(pulumi.ComponentResource):
             self.ready[node.name] = run(
                 f"{img.name}-venv-{node.name}", node, parent=self, depends_on=depends_on, step=step,
                 timeout_s=v.build_timeout_s,
-                create=build_script(img, commit, patches, checks), stdin=VERIFY,
+                create=build_script(img, commit, patches, checks), stdin=verify_program(list(checks)),
                 delete=render("scripts/remove-venv.sh.j2", name=img.name, root=self.root),
                 expect=VenvCurrent(node.name, self.root, self.digest),
                 # A failed `up` points `current` back at the previous build (kept on the node).
@@ -211,17 +215,3 @@ class VenvEngine(pulumi.ComponentResource):
         # The units' trigger: the digest, once a node has built and verified it.
         self.image_id = pulumi.Output.all(*ids.values()).apply(lambda values: ",".join(sorted(set(values))))
         self.register_outputs({"digest": self.digest, "root": self.root})
-
-
-def downloader(spec: StackSpec, model: str) -> dict:
-    """How the hub download of `model` runs: in the base image of the first docker deployment that
-    serves it (engine images carry huggingface_hub), or, for a venv entry, with the node's own
-    python (venv.python), so that it starts at once, beside the build."""
-    for d in spec.deployments:
-        if d.model == model:
-            img = spec.image(d.image)
-            if img.runtime == "venv":
-                return {"downloader_image": None, "downloader_python": img.venv.python}
-            return {"downloader_image": img.base, "downloader_python": None}
-    docker = [i for i in spec.images if i.runtime == "docker"]
-    return {"downloader_image": docker[0].base if docker else "python:3.12-slim", "downloader_python": None}

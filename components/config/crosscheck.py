@@ -18,6 +18,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from ..engines import ENGINES
+
 if TYPE_CHECKING:
     from .schema import DeploymentSpec, StackSpec
 
@@ -109,12 +111,11 @@ def port_problems(spec: "StackSpec") -> list[str]:
                 claim(d.nodes[0], check.port, "fabric.bandwidth_check.port", "the fabric bandwidth check's port")
     for i, d in enumerate(spec.deployments):
         p = f"deployments[{i}]"
-        # vLLM's native launch runs the API on the head only (the other ranks are --headless).
-        for n in (engine_unit_nodes(d) if d.engine == "sglang" else d.nodes[:1]):
+        engine = ENGINES[d.engine]
+        for n in (d.nodes[rank] for rank in engine.api_ranks(d)):
             claim(n, d.port, f"{p}.port", f"the API port of deployment '{d.name}'")
         if d.topology == "native":
-            what = "SGLang dist-init port" if d.engine == "sglang" else "vLLM master port (--master-port)"
-            claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the {what} of deployment '{d.name}'")
+            claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the {engine.dist_port_what} of deployment '{d.name}'")
     if spec.gateway is not None:  # components/gateway.py
         claim(spec.gateway.node, spec.gateway.port, "gateway.port", "the gateway's port")
     for n in spec.layer_registry_nodes():  # components/layer_registry.py (on loopback: still the node's port)

@@ -17,6 +17,7 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from ..engines import ENGINES, Launch
 from .venv import VenvSpec, image_problems
 
 # A name that becomes part of a unit, container, image or path name.
@@ -386,12 +387,13 @@ class BenchmarkSpec(Strict):
     timeout_s: int = Field(900, ge=30, le=14400, description="how long the whole measurement may take")
 
 
-Engine = Literal["vllm", "sglang"]
+# The engines of the registry (components/engines): `engine:` selects one.
+Engine = Literal[tuple(ENGINES)]
 
 
 class DeploymentSpec(Strict):
     name: Name = Field(description="the deployment's name: its unit is bws-NAME.service, its container bws-NAME")
-    engine: Engine = Field(description="vllm or sglang")
+    engine: Engine = Field(description="the engine that serves (components/engines: one module each)")
     image: Name = Field(description="an entry of images:")
     model: Name = Field(description="an entry of models:")
     nodes: list[Name] = Field(min_length=1, description="nodes it runs on; the first is the head")
@@ -406,7 +408,7 @@ class DeploymentSpec(Strict):
         """Its engine's ranks talk across the fabric (what the bandwidth check measures); a Ray
         cluster whose engine runs on its head alone (executor: head) does not."""
         return len(self.engine_nodes) > 1
-    topology: Literal["single", "ray", "native"] = Field(
+    topology: Launch = Field(
         "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch "
                               "without Ray (SGLang --nnodes/--node-rank/--dist-init-addr; vLLM --nnodes/--node-rank/"
                               "--master-addr/--master-port, the other ranks --headless)")
@@ -467,25 +469,18 @@ class DeploymentSpec(Strict):
             raise ValueError(f"topology: '{self.topology}' needs at least two nodes; fix: add a node or use 'single'")
         if self.executor == "head" and self.topology != "ray":
             raise ValueError("executor: 'head' only applies to topology 'ray'; fix: remove it")
-        if self.topology == "ray" and self.engine != "vllm":
-            raise ValueError("topology: 'ray' is for vLLM; fix: use topology 'native' for SGLang")
-        world = self.tensor_parallel * self.pipeline_parallel
-        if self.topology == "native" and self.engine == "vllm" and world % len(self.nodes):
-            # vLLM's multi-node launch gives every node world / nnodes ranks.
-            raise ValueError(f"tensor_parallel: vLLM's native launch puts the same number of ranks on each node, "
-                             f"and tensor_parallel × pipeline_parallel = {world} does not divide over "
-                             f"{len(self.nodes)} nodes; fix: make the product a multiple of the node count")
+        layout = ENGINES[self.engine].layout_problem(self)
+        if layout:
+            raise ValueError(layout)
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
         if self.benchmark.enabled and self.benchmark.max_tokens >= self.max_model_len:
             raise ValueError(f"benchmark.max_tokens: {self.benchmark.max_tokens} does not fit in max_model_len "
                              f"{self.max_model_len} with a prompt; fix: lower benchmark.max_tokens")
         # Options of one engine would be dropped silently by the other's command line.
-        only = {"speculative": "vllm", "moe_runner_backend": "sglang", "fp4_gemm_backend": "sglang",
-                "hierarchical_cache_ratio": "sglang"}
-        for key, engine in only.items():
-            if getattr(self, key) is not None and self.engine != engine:
-                raise ValueError(f"{key}: is an option of {engine}, not {self.engine}; fix: remove it "
+        for engine, key in ((e, key) for e in ENGINES.values() for key in sorted(e.options)):
+            if getattr(self, key) is not None and key not in ENGINES[self.engine].options:
+                raise ValueError(f"{key}: is an option of {engine.name}, not {self.engine}; fix: remove it "
                                  f"(or pass the engine's own flag in extra_args)")
         return self
 

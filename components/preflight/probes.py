@@ -10,6 +10,7 @@ import pulumi
 
 from .. import types
 from ..config.schema import FabricSpec
+from ..engines import Engine
 from ..fabric import node_fabric
 from ..image import peer_values
 from ..node import Node
@@ -17,8 +18,6 @@ from ..observe import FabricUp
 from ..remote import run
 from ..render import python_program, render
 from ..steps import StepInfo
-
-PROBE = python_program("probe_engine", "engine_flags")
 
 
 def rdma_port(hca: str) -> str:
@@ -30,21 +29,23 @@ def rdma_port(hca: str) -> str:
 class EngineProbe(pulumi.ComponentResource):
     """Inside the engine image on the head: the engine registers the model's architecture, the
     image's transformers parses its config.json, and the engine's own parser takes `argvs` (the
-    command line of each rank, components/engines.py rank_argvs)."""
+    command line of each rank, Engine.rank_argvs). The probe program bundles the engine's own
+    in-image module (Engine.probe_module) with the checker."""
 
-    def __init__(self, deployment: str, engine: str, head: Node, image: str, model_dir: str,
+    def __init__(self, deployment: str, engine: Engine, head: Node, image: str, model_dir: str,
                  argvs: Sequence[Sequence[str]], *,
                  image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
                  venv_python: str | None = None, opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.ENGINE_PROBE, f"{deployment}-preflight", None, opts)
-        self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on, stdin=PROBE,
+        self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on,
+                           stdin=python_program("probe_engine", "engine_flags", engine.probe_module),
                            step=StepInfo(head.name, "preflight",
                                          do=f"Preflight: the engine {'venv' if venv_python else 'image'} of "
                                             f"{deployment} knows its model and takes its flags "
                                             f"(probe on {head.name})",
                                          undo=f"Drop the engine probe of {deployment}"),
                            triggers=[image_id],
-                           create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine,
+                           create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine.name,
                                          image=image, model_dir=model_dir, argvs=[list(a) for a in argvs],
                                          venv_python=venv_python))
         self.register_outputs({})

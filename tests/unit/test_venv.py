@@ -199,11 +199,11 @@ def build_step(snap):
 
 
 def test_the_build_is_staged_by_digest_verified_then_switched(snap):
-    from components.venv import VERIFY
+    from components.venv import verify_program
 
     step = build_step(snap)
     script = script_of(step)
-    digest = snap.serving.images["sglang-main"].digest
+    digest = snap.serving.images["sglang-main"].venv.digest
     assert f"digest={digest}" in script and 'dir="$root/$digest"' in script
     assert "root=/opt/blackwell-serving/venvs/sglang-main" in script
     # Built once: a marked digest directory is kept; the mark is written last.
@@ -219,7 +219,7 @@ def test_the_build_is_staged_by_digest_verified_then_switched(snap):
     assert "exit 1" in script[verify:switch]
     assert script.rstrip().endswith('echo "venv-id=$digest"')
     # The verify program travels on stdin, after the scripts.
-    assert stdin_data(step) == VERIFY
+    assert stdin_data(step) == verify_program(["sglang"])
 
 
 def test_the_verify_step_checks_the_units_whole_command_line(snap):
@@ -249,7 +249,7 @@ def test_a_set_commit_reaches_the_script_and_names_the_venv(monkeypatch):
     other = snapshot("rtxpro-quad", spec)
     script = script_of(other.by_name("sglang-main-venv-llm-server"))
     assert f"commit={SHA}" in script and "not_set" not in script
-    assert other.serving.images["sglang-main"].digest != snapshot("rtxpro-quad").serving.images["sglang-main"].digest
+    assert other.serving.images["sglang-main"].venv.digest != snapshot("rtxpro-quad").serving.images["sglang-main"].venv.digest
 
 
 def test_patches_are_sent_in_the_script_and_applied_before_the_install(tmp_path, monkeypatch):
@@ -285,7 +285,7 @@ def test_a_wheelhouse_and_no_deps_reach_every_install_and_the_recipe():
     # What is installed from where is part of the recipe: the venv's digest changes with it.
     venv.update(no_deps=False)
     plain = snapshot("rtxpro-quad", StackSpec.model_validate(values))
-    assert other.serving.images["sglang-main"].digest != plain.serving.images["sglang-main"].digest
+    assert other.serving.images["sglang-main"].venv.digest != plain.serving.images["sglang-main"].venv.digest
 
 
 def test_the_installers_cache_is_under_the_entrys_directory(snap):
@@ -390,9 +390,9 @@ def fake_engine(tmp_path: Path, flags: list[str]) -> Path:
 def verify(tmp_path, site, args, kept=""):
     """The verify program as the build step runs it: `python3 -c "$verify_py" ENGINE KEPT ARGVS`."""
     (tmp_path / "kept.txt").write_text(kept)
-    from components.venv import VERIFY
+    from components.venv import verify_program
     argv = ["python3", "-m", "sglang.launch_server", "--model-path", "/model", *args]
-    return subprocess.run([sys.executable, "-c", VERIFY, "sglang", str(tmp_path / "kept.txt"), json.dumps([argv])],
+    return subprocess.run([sys.executable, "-c", verify_program(["sglang"]), "sglang", str(tmp_path / "kept.txt"), json.dumps([argv])],
                           capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import subprocess
 
-from components.engines import engine_argv
+from components.engines import ENGINES
 from tests.unit.mocked import script_of, snapshot
 from tests.unit.test_graph import closure, dep_names
 
@@ -26,7 +26,8 @@ def flag(argv: list[str], name: str) -> str:
 
 def test_each_rank_has_its_node_rank_and_meets_on_the_heads_fabric_address():
     d = snap().spec.deployments[0]
-    head, worker = engine_argv(d, "/m", 0, "192.168.200.12"), engine_argv(d, "/m", 1, "192.168.200.12")
+    vllm = ENGINES["vllm"]
+    head, worker = vllm.argv(d, "/m", 0, "192.168.200.12"), vllm.argv(d, "/m", 1, "192.168.200.12")
     for rank, argv in enumerate((head, worker)):
         assert flag(argv, "--nnodes") == "2" and flag(argv, "--node-rank") == str(rank)
         assert flag(argv, "--master-addr") == "192.168.200.12" and flag(argv, "--master-port") == "29501"

@@ -1,0 +1,23 @@
+"""The serving engines behind one interface (base.py), one module each; `engine:` in the stack
+schema names one of ENGINES. Secrets are not in their command lines: API keys reach the engine
+through the environment (Engine.api_key_var)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from .base import Engine, Launch
+from .sglang import SGLang
+from .vllm import VLLM
+
+if TYPE_CHECKING:
+    from ..config.schema import DeploymentSpec
+
+ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM(), SGLang())}
+
+
+def engine_of(d: DeploymentSpec) -> Engine:
+    return ENGINES[d.engine]
+
+
+__all__ = ["ENGINES", "Engine", "Launch", "engine_of"]
