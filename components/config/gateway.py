@@ -4,8 +4,8 @@ of the stack (components/gateway.py) that routes by model name to every deployme
 OpenAI-compatible servers (`upstreams:`). One API key at the gateway.
 
 Kept apart from schema.py, which only names GatewaySpec on StackSpec: the gateway's rules live
-here. Every problem is "key.path: what; fix: how", relative to the stack. Imported by schema.py
-after the types it builds on (components/config/__init__ loads schema.py first)."""
+here, built on the plain types of fields.py. Every problem is "key.path: what; fix: how", relative
+to the stack; load.validate runs them with the other cross-key checks (checks.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .schema import HealthSpec, Name, SecretRef, Strict
+from .fields import HealthSpec, Name, SecretRef, Strict
 
 if TYPE_CHECKING:
     from .schema import StackSpec
