@@ -4,9 +4,21 @@ schema.py and gateway.py (which schema.py builds on), so that neither imports th
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Callable, TypeVar
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
+
+Model = TypeVar("Model", bound=type)
+
+
+def documented(text: str) -> Callable[[Model], Model]:
+    """A model's docstring (its section in the stack reference) from a string built at import:
+    the names of components/names.py cannot be written into a plain docstring."""
+    def set_doc(model: Model) -> Model:
+        model.__doc__ = text
+        return model
+    return set_doc
+
 
 # A name that becomes part of a unit, container, image or path name.
 Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}$")]

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .fields import HealthSpec, Name, SecretRef, Strict
+from ..names import GATEWAY_UNIT
+from .fields import HealthSpec, Name, SecretRef, Strict, documented
 
 if TYPE_CHECKING:
     from .schema import StackSpec
@@ -57,14 +58,14 @@ class UpstreamSpec(Strict):
         return self
 
 
-class GatewaySpec(Strict):
-    """One OpenAI-compatible endpoint for every model of the stack: LiteLLM's proxy in a container
-    under a systemd unit (bws-gateway.service) on `node`. It routes by model name to each
+@documented(f"""One OpenAI-compatible endpoint for every model of the stack: LiteLLM's proxy in a container
+    under a systemd unit ({GATEWAY_UNIT}) on `node`. It routes by model name to each
     deployment (its served_name, at its head's address and port, with the deployment's own key)
     and to `upstreams`; `/v1/models` lists them all; streaming passes through. Clients send
     `api_key`; the engines may then listen on loopback (a deployment on the gateway's node, `bind:
     127.0.0.1`) or on the fabric only (`bind:` its fabric address). A change of the routes or keys
-    rewrites the gateway's config and restarts the gateway alone: the engines are not touched."""
+    rewrites the gateway's config and restarts the gateway alone: the engines are not touched.""")
+class GatewaySpec(Strict):
 
     node: Name = Field(description="the node the gateway runs on")
     port: int = Field(4000, ge=1, le=65535, description="the gateway's port on its node (1024 or above, unique there)")

@@ -18,7 +18,8 @@ from typing import Annotated, Literal
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from .fields import (EnvName, HealthSpec, HostName, ImageRef, LocalPath, Name, NetDev, NodePath, OneLine,
-                     SecretRef, Strict, UnitName, plain_path)
+                     SecretRef, Strict, UnitName, documented, plain_path)
+from ..names import PREFIX, engine_container, engine_unit
 from .gateway import GatewaySpec
 from .venv import VenvSpec, image_problems
 
@@ -326,7 +327,8 @@ Engine = Literal["vllm", "sglang"]
 
 
 class DeploymentSpec(Strict):
-    name: Name = Field(description="the deployment's name: its unit is bws-NAME.service, its container bws-NAME")
+    name: Name = Field(description=f"the deployment's name: its unit is {engine_unit('NAME')}, its container "
+                                  f"{engine_container('NAME')}")
     engine: Engine = Field(description="vllm or sglang")
     image: Name = Field(description="an entry of images:")
     model: Name = Field(description="an entry of models:")
@@ -420,8 +422,8 @@ class DeploymentSpec(Strict):
         return self
 
 
+@documented(f"A foreign systemd unit on one of the nodes (never one of ours, {PREFIX}*).")
 class ServiceRef(Strict):
-    """A foreign systemd unit on one of the nodes (never one of ours, bws-*)."""
 
     node: Name = Field(description="the node the unit runs on")
     unit: UnitName = Field(description="the systemd unit, with its suffix (e.g. glm.service)")
@@ -429,8 +431,8 @@ class ServiceRef(Strict):
     @field_validator("unit", mode="before")
     @classmethod
     def _not_ours(cls, v):
-        if isinstance(v, str) and v.startswith("bws-"):
-            raise ValueError("bws-* units are this project's own; fix: remove it (a deployment's unit is "
+        if isinstance(v, str) and v.startswith(PREFIX):
+            raise ValueError(f"{PREFIX}* units are this project's own; fix: remove it (a deployment's unit is "
                              "managed through deployments:)")
         return v
 
