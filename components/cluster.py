@@ -12,7 +12,7 @@ from .config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
 from .containers import docker_args
 from .fabric import fabric_environment
 from .node import Node
-from .observe import RayMembers
+from .facts import RayMembers
 from .remote import run
 from .render import render
 from .steps import StepInfo

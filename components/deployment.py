@@ -18,7 +18,7 @@ from .containers import docker_args
 from .engines import API_KEY_VAR, engine_argv
 from .fabric import fabric_environment
 from .node import Node
-from .observe import EndpointAnswers
+from .facts import EndpointAnswers
 from .remote import run
 from .render import digest, render
 from .steps import StepInfo

@@ -58,7 +58,7 @@ from . import names, types
 from .config.schema import DeploymentSpec, StackSpec
 from .containers import file_mount
 from .node import Node
-from .observe import EndpointAnswers, UnitRunning
+from .facts import EndpointAnswers, UnitRunning
 from .remote import run, started
 from .render import TEMPLATES, digest, render
 from .secrets import resolve

@@ -16,7 +16,7 @@ from . import types
 from .names import LAYER_REGISTRY_CONTAINER
 from .config.schema import LayerRegistry as LayerRegistrySpec
 from .node import Node
-from .observe import EndpointAnswers
+from .facts import EndpointAnswers
 from .remote import run
 from .render import digest, render
 from .steps import StepInfo

@@ -39,7 +39,7 @@ from pulumi_command import remote as command_remote
 
 from .names import STEP_ARGV0
 from .node import Node
-from .observe.expect import Expectation
+from .facts import Expectation
 from .render import digest, render, slug
 from .rollback import Undo
 from .steps import StepInfo

@@ -35,7 +35,7 @@ from .config.schema import DeploymentSpec, ImageSpec, StackSpec
 from .config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
 from .engines import engine_argv
 from .node import Node
-from .observe import VenvCurrent
+from .facts import VenvCurrent
 from .remote import run, tagged_line
 from .render import TEMPLATES, digest, render
 from .steps import StepInfo

@@ -12,7 +12,7 @@ import pulumi
 from . import names, types
 from .config.schema import DeploymentSpec
 from .node import Node
-from .observe import UnitRunning
+from .facts import UnitRunning
 from .remote import run
 from .render import render
 from .steps import StepInfo
