@@ -37,6 +37,16 @@ class Fact:
         return (self.shell, *self.helpers)
 
 
+def value_or_absent(f: list[str]) -> str:
+    """The parser of a fact that is one value, ABSENT when the node printed none."""
+    return f[0] or ABSENT
+
+
+def value(f: list[str]) -> str:
+    """The parser of a fact that is one word as the node printed it."""
+    return f[0]
+
+
 class Expectation(Protocol):
     def watch(self) -> Iterable[WatchItem]: ...
 

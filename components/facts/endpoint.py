@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Fact
+from .base import Fact, value
 
 
-def parse(f: list[str]) -> str:
-    return f[0]
 
-
-FACT = Fact("url", "urls", "scripts/facts/endpoint.sh.j2", "endpoint", parse, ("-w '%{http_code}' \"$1\"",))
+FACT = Fact("url", "urls", "scripts/facts/endpoint.sh.j2", "endpoint", value, ("-w '%{http_code}' \"$1\"",))
 
 
 @dataclass(frozen=True)

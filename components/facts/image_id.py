@@ -6,14 +6,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact, copy_drift
+from .base import ABSENT, Fact, copy_drift, value_or_absent
 
 
-def parse(f: list[str]) -> str:
-    return f[0] or ABSENT
 
-
-FACT = Fact("image", "images", "scripts/facts/image_state.sh.j2", "image_state", parse, ("{{.Id}}", "image inspect {{ "),
+FACT = Fact("image", "images", "scripts/facts/image_state.sh.j2", "image_state", value_or_absent,
+            ("{{.Id}}", "image inspect {{ "),
             helpers=("scripts/facts/image_id.sh.j2",))
 
 

@@ -6,14 +6,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact, copy_drift
+from .base import ABSENT, Fact, copy_drift, value_or_absent
 
 
-def parse(f: list[str]) -> str:
-    return f[0] or ABSENT
 
-
-FACT = Fact("dir", "dirs", "scripts/facts/model_cache.sh.j2", "model_cache", parse,
+FACT = Fact("dir", "dirs", "scripts/facts/model_cache.sh.j2", "model_cache", value_or_absent,
             ("sha256sum < \"$1/.blackwell-manifest.sha256\"",), helpers=("scripts/_cache_check.sh.j2",))
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Fact
+from .base import Fact, value
 
 
 def rdma_port(hca: str) -> str:
@@ -15,8 +15,5 @@ def port_active(state: str) -> bool:
     return "ACTIVE" in state
 
 
-def parse(f: list[str]) -> str:
-    return f[0]
 
-
-FACT = Fact("rdma", "rdma_ports", "scripts/facts/rdma_port.sh.j2", "rdma_port", parse, ("/sys/class/infiniband/",))
+FACT = Fact("rdma", "rdma_ports", "scripts/facts/rdma_port.sh.j2", "rdma_port", value, ("/sys/class/infiniband/",))

@@ -5,14 +5,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact
+from .base import ABSENT, Fact, value_or_absent
 
 
-def parse(f: list[str]) -> str:
-    return f[0] or ABSENT
 
-
-FACT = Fact("venv", "venvs", "scripts/facts/venv_current.sh.j2", "venv_current", parse, ("readlink \"$1/current\"",))
+FACT = Fact("venv", "venvs", "scripts/facts/venv_current.sh.j2", "venv_current", value_or_absent,
+            ("readlink \"$1/current\"",))
 
 
 @dataclass(frozen=True)

@@ -1,6 +1,7 @@
 """Each node fact is read by one shell, its own (components/facts): a template that holds one of
 a fact's command texts outside that shell reads the fact a second time, and may come to disagree
-with it. Also: each fact's shell defines the function its descriptor names and reads the fact, and the one meaning of "running" is the same in the shell and in Python."""
+with it. Also: each fact's shell defines the function its descriptor names and reads the fact,
+and the one meaning of "running" is the same in the shell and in Python."""
 
 from __future__ import annotations
 
