@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Mapping, Protocol
-
-if TYPE_CHECKING:
-    from ..observe.facts import NodeFacts
+from typing import Any, Callable, Iterable, Mapping, Protocol
 
 ABSENT = "absent"
 
-Facts = Mapping[str, "NodeFacts"]
+# node → its NodeFacts (components/observe/facts.py, which builds on these modules: named, not imported)
+Facts = Mapping[str, Any]
 WatchItem = tuple[str, str, str]        # (node, Watch attribute, key)
 
 
