@@ -1,7 +1,8 @@
-"""How many nodes of a Ray cluster are active, as `ray status` lists them inside the head's
-container, read by templates/scripts/facts/ray_members.sh.j2 for the observation and the
-cluster's wait alike (the wait used ray.nodes() through a driver, which registers a job each time:
-not for a read-only probe). Joined means at least the expected count, in both."""
+"""How many nodes of a Ray cluster are alive, as Ray's own API tells it (ray.nodes(), asked in
+the head's container), read by templates/scripts/facts/ray_members.sh.j2 for the observation and
+the cluster's wait alike. The wait's reading, proven in the lab, won over the observation's awk
+over `ray status` (a text format, never checked against a live cluster); it joins the cluster as
+a short-lived driver. Joined means at least the expected count, in both."""
 
 from __future__ import annotations
 

@@ -48,8 +48,7 @@ endpoint() {
 }
 ray_members() {
   local alive
-  alive=$(timeout 20 docker exec "$1" ray status 2>/dev/null \
-          | awk '/^Active:/{a=1; next} /^(Pending|Recent|Resources|Total|Usage)/{a=0} a && /node_/{n++} END{print n+0}') || true
+  alive=$(timeout 20 docker exec "$1" python3 -c 'import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))' 2>/dev/null | tail -n 1) || true
   case "$alive" in ''|*[!0-9]*) alive=0 ;; esac
   printf 'ray\t%s\t%s\n' "$1" "$alive"
 }
