@@ -7,12 +7,12 @@ from typing import Sequence
 
 import pulumi
 
-from . import types
+from . import names, types
 from .config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
 from .containers import docker_args
 from .fabric import fabric_environment
 from .node import Node
-from .observe import RayMembers
+from .facts import RayMembers
 from .remote import run
 from .render import render
 from .steps import StepInfo
@@ -53,8 +53,8 @@ class RayCluster(pulumi.ComponentResource):
         self.head = head
         self.head_address = str(head.spec.fabric_address)
         self.address = f"{self.head_address}:{ray.port}"
-        self.head_unit_name = f"bws-{name}-head.service"
-        self.container = f"bws-{name}-head"
+        self.head_unit_name = names.ray_unit(name, "head")
+        self.container = names.ray_container(name, "head")
         tmp = ray_tmp_dir(state_dir, name)
         self.tmp_dir = tmp
         object_store = str(int(ray.object_store_gb * 1024 ** 3))
@@ -94,7 +94,7 @@ class RayCluster(pulumi.ComponentResource):
                       ["ray", "start", "--block", f"--address={self.head_address}:{ray.port}",
                        f"--node-ip-address={w.spec.fabric_address}", f"--object-store-memory={object_store}",
                        "--disable-usage-stats"],
-                      f"bws-{name}-worker.service", f"bws-{name}-worker",
+                      names.ray_unit(name, "worker"), names.ray_container(name, "worker"),
                       [*depends_on, self.head_unit], waits=True)
             for w in workers]
         # Each start of a Ray unit by its install step: the join is checked again after it.

@@ -9,14 +9,15 @@ from typing import Sequence
 
 import pulumi
 
-from . import types
+from . import names, types
 from .benchmark import benchmark_step, figures as benchmark_figures
 from .cluster import RayCluster
+from .config.crosscheck import rank_watch_ranks
 from .config.schema import DeploymentSpec, FabricSpec
 from .engines import engine_of
 from .fabric import fabric_environment
 from .node import Node
-from .observe import EndpointAnswers
+from .facts import EndpointAnswers
 from .remote import run
 from .render import digest, render
 from .runtimes import RankStart, Runtime
@@ -34,9 +35,9 @@ class Deployment(pulumi.ComponentResource):
         self.spec = spec
         engine = engine_of(spec)
         head = nodes[0]
-        unit_name = f"bws-{spec.name}.service"
-        container = f"bws-{spec.name}"
-        env_file = f"/etc/blackwell-serving/{spec.name}.env" if api_key is not None else None
+        unit_name = names.engine_unit(spec.name)
+        container = names.engine_container(spec.name)
+        env_file = names.engine_env_file(spec.name) if api_key is not None else None
         key_var = engine.api_key_var
         env_text = env_file_text({key_var: api_key}) if api_key is not None else None
         head_fabric = str(head.spec.fabric_address) if head.spec.fabric_address else None
@@ -113,8 +114,7 @@ class Deployment(pulumi.ComponentResource):
             RankWatch(spec, node, rank, engine_unit=unit_name, container=runtime.rank_container(container),
                       head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health],
                       opts=pulumi.ResourceOptions(parent=self))
-            for rank, node in enumerate(nodes)
-            if rank > 0 and engine.watches_ranks(spec) and spec.watchdog.enabled]
+            for rank, node in enumerate(nodes) if rank in rank_watch_ranks(spec)]
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})

@@ -30,7 +30,7 @@ What runs on the gateway's node, as ONE step (its own: the engines are not part 
   route's upstream key. It travels on the step's stdin (a secret), is mounted read-only into the
   container and read into the proxy's environment at start (as the engines do,
   components/deployment.py): never `-e KEY=…`, the unit's text or argv;
-- bws-gateway.service (templates/units/container.service.j2) running the container.
+- its unit, names.GATEWAY_UNIT (templates/units/container.service.j2) running the container.
 The step's command line names the digest of the config (and of the unit): a change of the routes
 or keys re-runs it, which rewrites the files and restarts the gateway alone. LiteLLM reads its
 config file only at start, so "reload" is a restart of the gateway (a few seconds in which the
@@ -54,22 +54,22 @@ from typing import Mapping, Sequence
 
 import pulumi
 
-from . import types
+from . import names, types
 from .config.schema import DeploymentSpec, StackSpec
 from .containers import file_mount
 from .node import Node
-from .observe import EndpointAnswers, UnitRunning
+from .facts import EndpointAnswers, UnitRunning
 from .remote import run, started
 from .render import TEMPLATES, digest, render
 from .secrets import resolve
 from .steps import StepInfo
 from .unit import UNIT_DELIMITER, container_unit_text, env_file_text, env_step, generation_of
 
-UNIT = "bws-gateway.service"
-CONTAINER = "bws-gateway"
-CONFIG_DIR = "/etc/blackwell-serving/gateway"
+UNIT = names.GATEWAY_UNIT
+CONTAINER = names.GATEWAY_CONTAINER
+CONFIG_DIR = names.GATEWAY_CONFIG_DIR
 CONFIG_FILE = f"{CONFIG_DIR}/litellm.yaml"
-ENV_FILE = "/etc/blackwell-serving/gateway.env"
+ENV_FILE = names.GATEWAY_ENV_FILE
 CONFIG_IN_CONTAINER = "/etc/litellm/config.yaml"
 # The key check (LiteLLM's custom_auth): a module beside the config in the container, which is
 # where LiteLLM looks for `custom_auth: MODULE.FUNCTION` first.

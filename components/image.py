@@ -12,7 +12,7 @@ from . import types
 from .config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
 from .layer_registry import LayerRegistry, registry_repo
 from .node import Node
-from .observe import ImageCopied, ImagePresent
+from .facts import ImageCopied, ImagePresent
 from .remote import run, tagged_line
 from .relay import relay_plan
 from .render import digest, render

@@ -13,10 +13,10 @@ from typing import TYPE_CHECKING, Sequence
 import pulumi
 
 from . import types
-from .config.crosscheck import LAYER_REGISTRY_CONTAINER
+from .names import LAYER_REGISTRY_CONTAINER
 from .config.schema import LayerRegistry as LayerRegistrySpec
 from .node import Node
-from .observe import EndpointAnswers
+from .facts import EndpointAnswers
 from .remote import run
 from .render import digest, render
 from .steps import StepInfo

@@ -15,7 +15,7 @@ from . import types
 from .config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
 from .image import over, peer_values
 from .node import Node
-from .observe import CacheComplete, CacheCopied
+from .facts import CacheComplete, CacheCopied
 from .relay import relay_plan
 from .remote import directory_digest, run, upload
 from .render import render

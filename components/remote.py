@@ -37,8 +37,9 @@ import pulumi
 from pulumi_command import local as command_local
 from pulumi_command import remote as command_remote
 
+from .names import STEP_ARGV0
 from .node import Node
-from .observe.expect import Expectation
+from .facts import Expectation
 from .render import digest, render, slug
 from .rollback import Undo
 from .steps import StepInfo
@@ -87,7 +88,7 @@ def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, t
     if node:
         env.append(f"BWS_NODE={shlex.quote(node)}")
     args = [f"{LOCK_DIR}/blackwell-serving-{slug(lock)}.lock", waiting, str(timeout_s), reader]
-    return f"exec env {' '.join(env)} bash -c {shlex.quote(runner)} bws-step {' '.join(map(shlex.quote, args))}"
+    return f"exec env {' '.join(env)} bash -c {shlex.quote(runner)} {STEP_ARGV0} {' '.join(map(shlex.quote, args))}"
 
 
 _READER = re.compile(r"(?:head -c (\d+) >/dev/null && )?s=\$\(head -c (\d+)\)")

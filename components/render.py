@@ -14,6 +14,8 @@ from pathlib import Path
 
 import jinja2
 
+from . import names
+
 # The project's templates/ beside this package (a checkout, or `pip install -e`), else the copy an
 # installed package carries as components/templates (pyproject.toml maps it there).
 _HERE = Path(__file__).resolve().parent
@@ -62,6 +64,7 @@ def environment() -> jinja2.Environment:
     env.filters["sd"] = systemd_quote
     env.filters["sdenv"] = systemd_env_value
     env.filters["slug"] = slug
+    env.globals["names"] = names  # the generated names (components/names.py), defined once
     return env
 
 

@@ -9,7 +9,7 @@ import pulumi
 
 from . import types
 from .node import Node
-from .observe import UnitKept, UnitRetired
+from .facts import UnitKept, UnitRetired
 from .remote import run
 from .render import render
 from .steps import StepInfo

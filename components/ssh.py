@@ -14,6 +14,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
+from .names import temp_prefix
+
 
 @dataclass(frozen=True)
 class Connection:
@@ -39,7 +41,7 @@ def ssh_argv(conn: Connection) -> Iterator[tuple[list[str], dict]]:
     """(argv prefix for `ssh` to this node, its environment). The pinned known_hosts lives in a
     private temp dir for the call only; the key is never written anywhere: an ssh-agent of this
     call holds it in memory (key_agent)."""
-    with tempfile.TemporaryDirectory(prefix="bws-ssh-") as tmp, key_agent(conn.private_key, tmp) as env:
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("ssh")) as tmp, key_agent(conn.private_key, tmp) as env:
         known_hosts = os.path.join(tmp, "known_hosts")
         host = conn.host if conn.port == 22 else f"[{conn.host}]:{conn.port}"
         with open(known_hosts, "w") as f:

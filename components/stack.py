@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pulumi
 
-from . import types
+from . import names, types
 from .cluster import RayCluster
 from .config.schema import StackSpec
 from .deployment import Deployment
@@ -85,7 +85,7 @@ class ServingStack(pulumi.ComponentResource):
                              *(svc for n in d.nodes for svc in retired_on.get(n, []))]
             cluster = None
             if d.topology == "ray":
-                cluster = RayCluster(f"{d.name}-ray", nodes[0], nodes[1:], image=image.tag,
+                cluster = RayCluster(names.ray_cluster(d.name), nodes[0], nodes[1:], image=image.tag,
                                      image_id=image.image_id, fabric=spec.fabric,
                                      ray=spec.ray, docker=d.docker, state_dir=spec.state_dir,
                                      env=d.env, drop_page_cache=d.drop_page_cache,

@@ -10,7 +10,7 @@ import pulumi
 
 from . import types
 from .node import Node
-from .observe import UnitRunning
+from .facts import UnitRunning
 from .remote import run, started, tagged_line
 from .render import digest, render
 from .steps import StepInfo

@@ -6,7 +6,7 @@ CUDA 13 torch, patches applied, under a systemd unit.
 On each node one step (templates/scripts/build-venv.sh.j2):
 - builds the venv once into ROOT/IMAGE/<digest>, the content address of the recipe (a venv cannot
   be moved after it is built, so the digest directory is its staging place: it is not in use until
-  `current` names it, and a build left half-done has no `.bws-built` mark and starts over);
+  `current` names it, and a build left half-done has no built mark (names.VENV_BUILT_MARK) and starts over);
 - verifies it: the engine imports and prints its version, the packages the node provides are the
   versions it had, and the engine's own parser takes the command line of every deployment of
   this entry (components/engines; templates/scripts/engine_flags.py);
@@ -35,7 +35,7 @@ from .config.schema import DeploymentSpec, ImageSpec
 from .config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
 from .engines import ENGINES
 from .node import Node
-from .observe import VenvCurrent
+from .facts import VenvCurrent
 from .remote import run, tagged_line
 from .render import digest, python_program, render
 from .steps import StepInfo

@@ -9,17 +9,17 @@ from typing import Sequence
 
 import pulumi
 
-from . import types
+from . import names, types
 from .config.schema import DeploymentSpec
 from .node import Node
-from .observe import UnitRunning
+from .facts import UnitRunning
 from .remote import run
 from .render import render
 from .steps import StepInfo
 
 # The watchdog's own state on the node (failures in a row, the start that answered, the stop it
 # told of): runtime only, gone with a reboot.
-RUN_DIR = "/run/blackwell-serving/watchdog"
+RUN_DIR = names.WATCHDOG_RUN_DIR
 
 
 class Watchdog(pulumi.ComponentResource):
@@ -28,14 +28,14 @@ class Watchdog(pulumi.ComponentResource):
                  opts: pulumi.ResourceOptions | None = None):
         super().__init__(types.WATCHDOG, f"{spec.name}-watchdog", None, opts)
         w = spec.watchdog
-        service, timer = f"bws-{spec.name}-watchdog.service", f"bws-{spec.name}-watchdog.timer"
+        service, timer = names.watchdog_units(spec.name)
         script_dir = f"{state_dir}/watchdog"
         script_path = f"{script_dir}/{spec.name}.sh"
-        names = dict(deployment=spec.name, timer=timer, service=service, interval_s=w.interval_s,
+        values = dict(deployment=spec.name, timer=timer, service=service, interval_s=w.interval_s,
                      failures=w.failures, restart_units=list(restart_units))
         script = render("scripts/watchdog.sh.j2", engine_unit=engine_unit, timeout_s=w.timeout_s,
-                        grace_s=spec.health.timeout_s, run_dir=RUN_DIR, **completion, **names)
-        timer_text, units, paths = timer_units(names, engine_unit=engine_unit, script_dir=script_dir,
+                        grace_s=spec.health.timeout_s, run_dir=RUN_DIR, **completion, **values)
+        timer_text, units, paths = timer_units(values, engine_unit=engine_unit, script_dir=script_dir,
                                                script_path=script_path, timeout_s=w.timeout_s)
         self.command = run(
             f"{spec.name}-watchdog-timer", head, parent=self, depends_on=depends_on, undo="remove",
@@ -43,20 +43,20 @@ class Watchdog(pulumi.ComponentResource):
                           do=f"Arm the watchdog of {spec.name}: a completion every {w.interval_s} s, "
                              f"a restart after {w.failures} failures in a row",
                           undo=f"Disarm the watchdog of {spec.name} on {head.name}", priority="normal"),
-            create=render("scripts/install-watchdog.sh.j2", script_text=script, units=units, **paths, **names),
-            delete=render("scripts/remove-watchdog.sh.j2", **paths, **names),
+            create=render("scripts/install-watchdog.sh.j2", script_text=script, units=units, **paths, **values),
+            delete=render("scripts/remove-watchdog.sh.j2", **paths, **values),
             expect=UnitRunning(head.name, timer, timer_text))
         self.register_outputs({"timer": timer, "node": head.name})
 
 
-def timer_units(names: dict, *, engine_unit: str, script_dir: str, script_path: str,
+def timer_units(values: dict, *, engine_unit: str, script_dir: str, script_path: str,
                 timeout_s: int) -> tuple[str, list[tuple[str, str]], dict]:
     """A watch's timer text, its (service, timer) units with their texts, and the paths its
     install script writes: the watchdog's and the rank watch's are the same shape."""
-    timer_text = render("units/watchdog.timer.j2", **names)
-    units = [(names["service"], render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
-                                       timeout_s=timeout_s, **names)),
-             (names["timer"], timer_text)]
+    timer_text = render("units/watchdog.timer.j2", **values)
+    units = [(values["service"], render("units/watchdog.service.j2", engine_unit=engine_unit, script=script_path,
+                                       timeout_s=timeout_s, **values)),
+             (values["timer"], timer_text)]
     return timer_text, units, dict(script_dir=script_dir, script_path=script_path)
 
 
@@ -69,17 +69,17 @@ class RankWatch(pulumi.ComponentResource):
     def __init__(self, spec: DeploymentSpec, node: Node, rank: int, *, engine_unit: str, container: str | None,
                  head_address: str, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
                  opts: pulumi.ResourceOptions | None = None):
-        name = f"{spec.name}-rank{rank}"
+        name = names.rank_watch_name(spec.name, rank)
         super().__init__(types.RANK_WATCH, f"{name}-watch", None, opts)
         w = spec.watchdog
-        service, timer = f"bws-{name}-watch.service", f"bws-{name}-watch.timer"
+        service, timer = names.rank_watch_units(spec.name, rank)
         script_dir = f"{state_dir}/watchdog"
         script_path = f"{script_dir}/{name}.sh"
-        names = dict(deployment=name, timer=timer, service=service, interval_s=w.interval_s,
+        values = dict(deployment=name, timer=timer, service=service, interval_s=w.interval_s,
                      failures=w.failures, restart_units=[engine_unit])
         script = render("scripts/rank-watch.sh.j2", engine_unit=engine_unit, container=container,
-                        head_address=head_address, **names)
-        timer_text, units, paths = timer_units(names, engine_unit=engine_unit, script_dir=script_dir,
+                        head_address=head_address, **values)
+        timer_text, units, paths = timer_units(values, engine_unit=engine_unit, script_dir=script_dir,
                                                script_path=script_path, timeout_s=30)
         armed = (f"armed: every {w.interval_s} s, {w.failures} checks in a row without a connection to the head "
                  f"{head_address} (once joined) restart {engine_unit}")
@@ -90,7 +90,7 @@ class RankWatch(pulumi.ComponentResource):
                              f"its head restarted without it",
                           undo=f"Disarm the rank watch of {spec.name} on {node.name}", priority="normal"),
             create=render("scripts/install-watchdog.sh.j2", script_text=script, units=units, armed=armed,
-                          **paths, **names),
-            delete=render("scripts/remove-watchdog.sh.j2", joined_state=True, **paths, **names),
+                          **paths, **values),
+            delete=render("scripts/remove-watchdog.sh.j2", joined_state=True, **paths, **values),
             expect=UnitRunning(node.name, timer, timer_text))
         self.register_outputs({"timer": timer, "node": node.name})

@@ -1,7 +1,9 @@
-"""The stack config: schema (schema.py, every key described; docs/stack-reference.md is made from
-it by reference.py), cross-field checks (references.py), cross-resource checks (crosscheck.py),
-plain-text secrets (plaintext.py), the whole namespace (namespace.py), stack files read as the
-engine reads them (stackfile.py), and the one validation both paths end in (load.py)."""
+"""The stack config: schema (schema.py, plain models on the types of fields.py, every key
+described; docs/stack-reference.md is made from it by reference.py), the rules across keys that
+load.py runs once the models hold (checks.py: cross-field references.py, cross-resource
+crosscheck.py, plain-text secrets plaintext.py, gateway.py, sanity.py), the whole namespace
+(namespace.py), stack files read as the engine reads them (stackfile.py), and the one validation
+both paths end in (load.py)."""
 
 from .load import ConfigError, load_from_pulumi, load_stack_file, parse, validate
 from .schema import StackSpec

@@ -7,11 +7,8 @@ all of them), the gateway's and the layer registry's ports, the SSH port and the
 and the GPUs their engines take there. The memory the deployments sharing a node need together
 is checked at preview, where the models' sizes are known (components/preflight/stack_fit.py).
 
-The names generated here follow the components that create them (read-only mirror):
-components/deployment.py (bws-NAME.service, container bws-NAME), components/cluster.py (the Ray
-cluster NAME-ray: bws-NAME-ray-head / bws-NAME-ray-worker), components/gateway.py (bws-gateway),
-components/preflight/bandwidth.py (containers bws-NAME-bw-RANK), components/layer_registry.py
-(container bws-layer-registry) and components/services.py (resources NODE-UNIT).
+The generated names are components/names.py's, the very functions the components that create
+them call (deployment.py, cluster.py, gateway.py, preflight/bandwidth.py, layer_registry.py).
 """
 
 from __future__ import annotations
@@ -19,20 +16,14 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ..engines import ENGINES
+from .. import names
+from ..names import RAY_AGENT_PORT, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
 
 if TYPE_CHECKING:
     from .schema import DeploymentSpec, StackSpec
 
 # Ports below this are the system's (sshd on 22, ...): an engine never takes one.
 FIRST_USER_PORT = 1024
-# What `ray start --head` binds besides its GCS port: the Ray client server, and the dashboard.
-RAY_CLIENT_PORT = 10001
-RAY_DASHBOARD_PORT = 8265
-# What `ray start` binds on every node of a cluster, head and workers: the Ray agent's HTTP port
-# (ray's DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, bound with or without the dashboard).
-RAY_AGENT_PORT = 52365
-# The container of the layer registry on a build node (components/layer_registry.py).
-LAYER_REGISTRY_CONTAINER = "bws-layer-registry"
 
 
 def cross_problems(spec: "StackSpec") -> list[str]:
@@ -43,6 +34,12 @@ def engine_unit_nodes(d: "DeploymentSpec") -> list[str]:
     """The nodes that run the deployment's own unit: every rank for the engine's native launch
     (SGLang's or vLLM's), the head otherwise."""
     return list(d.nodes) if d.topology == "native" else d.nodes[:1]
+
+
+def rank_watch_ranks(d: "DeploymentSpec") -> list[int]:
+    """The ranks whose node runs a rank watch (components/watchdog.py RankWatch): every rank but
+    the head, for an engine that asks for them (vLLM's native launch), when the deployment is watched."""
+    return list(range(1, len(d.nodes))) if ENGINES[d.engine].watches_ranks(d) and d.watchdog.enabled else []
 
 
 # ---------------------------------------------------------------------------------------------
@@ -185,28 +182,35 @@ def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
     out = []
     # The gateway's first: a deployment named 'gateway' is the one to rename.
     if spec.gateway is not None:  # components/gateway.py
-        out.append((spec.gateway.node, "unit", "bws-gateway.service", "gateway", "the gateway's unit"))
-        out.append((spec.gateway.node, "container", "bws-gateway", "gateway", "the gateway's container"))
+        out.append((spec.gateway.node, "unit", names.GATEWAY_UNIT, "gateway", "the gateway's unit"))
+        out.append((spec.gateway.node, "container", names.GATEWAY_CONTAINER, "gateway", "the gateway's container"))
     for n in spec.layer_registry_nodes():  # components/layer_registry.py
-        out.append((n, "container", LAYER_REGISTRY_CONTAINER, "fabric.layer_registry",
+        out.append((n, "container", names.LAYER_REGISTRY_CONTAINER, "fabric.layer_registry",
                     "the layer registry's container"))
     check = spec.fabric.bandwidth_check if spec.fabric is not None else None
     for i, d in enumerate(spec.deployments):
         path = f"deployments[{i}].name"
         for n in engine_unit_nodes(d):
-            out.append((n, "unit", f"bws-{d.name}.service", path, f"the engine unit of deployment '{d.name}'"))
-            out.append((n, "container", f"bws-{d.name}", path, f"the engine container of deployment '{d.name}'"))
+            out.append((n, "unit", names.engine_unit(d.name), path, f"the engine unit of deployment '{d.name}'"))
+            out.append((n, "container", names.engine_container(d.name), path,
+                        f"the engine container of deployment '{d.name}'"))
         if d.topology == "ray":
-            cluster = f"{d.name}-ray"
+            cluster = names.ray_cluster(d.name)
             for r, n in enumerate(d.nodes):
                 role = "head" if r == 0 else "worker"
-                out.append((n, "unit", f"bws-{cluster}-{role}.service", path,
+                out.append((n, "unit", names.ray_unit(cluster, role), path,
                             f"the Ray {role} unit of deployment '{d.name}'"))
-                out.append((n, "container", f"bws-{cluster}-{role}", path,
+                out.append((n, "container", names.ray_container(cluster, role), path,
                             f"the Ray {role} container of deployment '{d.name}'"))
+        if d.watchdog.enabled:
+            for unit in names.watchdog_units(d.name):
+                out.append((d.nodes[0], "unit", unit, path, f"the watchdog of deployment '{d.name}'"))
+        for r in rank_watch_ranks(d):
+            for unit in names.rank_watch_units(d.name, r):
+                out.append((d.nodes[r], "unit", unit, path, f"the rank watch of deployment '{d.name}' (rank {r})"))
         if check is not None and d.ranks_span_nodes:
             for r, n in enumerate(d.nodes):
-                out.append((n, "container", f"bws-{d.name}-bw-{r}", path,
+                out.append((n, "container", names.bandwidth_container(d.name, r), path,
                             f"the fabric bandwidth check of deployment '{d.name}' (rank {r})"))
     return out
 

@@ -4,8 +4,8 @@ of the stack (components/gateway.py) that routes by model name to every deployme
 OpenAI-compatible servers (`upstreams:`). One API key at the gateway.
 
 Kept apart from schema.py, which only names GatewaySpec on StackSpec: the gateway's rules live
-here. Every problem is "key.path: what; fix: how", relative to the stack. Imported by schema.py
-after the types it builds on (components/config/__init__ loads schema.py first)."""
+here, built on the plain types of fields.py. Every problem is "key.path: what; fix: how", relative
+to the stack; load.validate runs them with the other cross-key checks (checks.py)."""
 
 from __future__ import annotations
 
@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from .schema import HealthSpec, Name, SecretRef, Strict
+from ..names import GATEWAY_UNIT
+from .fields import HealthSpec, Name, SecretRef, Strict, documented
 
 if TYPE_CHECKING:
     from .schema import StackSpec
@@ -57,14 +58,14 @@ class UpstreamSpec(Strict):
         return self
 
 
-class GatewaySpec(Strict):
-    """One OpenAI-compatible endpoint for every model of the stack: LiteLLM's proxy in a container
-    under a systemd unit (bws-gateway.service) on `node`. It routes by model name to each
+@documented(f"""One OpenAI-compatible endpoint for every model of the stack: LiteLLM's proxy in a container
+    under a systemd unit ({GATEWAY_UNIT}) on `node`. It routes by model name to each
     deployment (its served_name, at its head's address and port, with the deployment's own key)
     and to `upstreams`; `/v1/models` lists them all; streaming passes through. Clients send
     `api_key`; the engines may then listen on loopback (a deployment on the gateway's node, `bind:
     127.0.0.1`) or on the fabric only (`bind:` its fabric address). A change of the routes or keys
-    rewrites the gateway's config and restarts the gateway alone: the engines are not touched."""
+    rewrites the gateway's config and restarts the gateway alone: the engines are not touched.""")
+class GatewaySpec(Strict):
 
     node: Name = Field(description="the node the gateway runs on")
     port: int = Field(4000, ge=1, le=65535, description="the gateway's port on its node (1024 or above, unique there)")

@@ -15,6 +15,7 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from .checks import cross_key_problems
 from .namespace import PROJECT, decode_engine_config, did_you_mean, engine_view, split_config
 from .plaintext import config_ref_problems, secret_refs
 from .schema import StackSpec
@@ -130,17 +131,23 @@ def error_lines(exc: ValidationError, skip: Collection[str] = ()) -> list[str]:
             lines.append(f"  {_key_path(loc)}: must be a string (at most 4096 characters), an integer, a finite "
                          f"number or a boolean; fix: write one of those")
             continue
-        # Cross-field problems carry their own key paths, one per line.
-        for part in _describe(err).splitlines():
-            own = _OWN_KEY.match(part) if err["type"] == "value_error" else None
-            if own:
-                key, rest = own.groups()
-                base = _key_path(loc) if loc else f"{PROJECT}:"
-                sep = "" if not loc or key.startswith("[") else "."
-                lines.append(f"  {base}{sep}{key}: {rest}")
-            else:
-                lines.append(f"  {_key_path(loc)}: {part}")
+        lines += _problem_lines(loc, _describe(err), own_keys=err["type"] == "value_error")
     return list(dict.fromkeys(lines))
+
+
+def _problem_lines(loc: tuple, text: str, *, own_keys: bool) -> list[str]:
+    """Cross-field problems carry their own key paths (relative to `loc`), one per line."""
+    lines = []
+    for part in text.splitlines():
+        own = _OWN_KEY.match(part) if own_keys else None
+        if own:
+            key, rest = own.groups()
+            base = _key_path(loc) if loc else f"{PROJECT}:"
+            sep = "" if not loc or key.startswith("[") else "."
+            lines.append(f"  {base}{sep}{key}: {rest}")
+        else:
+            lines.append(f"  {_key_path(loc)}: {part}")
+    return lines
 
 
 def format_errors(stack_file: str, exc: ValidationError) -> str:
@@ -154,13 +161,25 @@ def _error(stack_file: str, lines: list[str]) -> ConfigError:
 def parse(values: dict[str, Any], stack_file: str) -> StackSpec:
     """The schema and its cross-field checks on the project's keys (without the prefix). A
     stack's whole config goes through validate(), which also checks the namespace and secrets."""
+    spec, lines = _checked_spec(values)
+    if spec is None:
+        raise _error(stack_file, lines)
+    return spec
+
+
+def _checked_spec(values: Any, skip: Collection[str] = ()) -> tuple[StackSpec | None, list[str]]:
+    """The models of schema.py, then the rules across keys (checks.py) once they hold: the spec, or
+    None and one line per problem."""
     try:
-        return StackSpec.model_validate(values)
+        spec = StackSpec.model_validate(values)
     except ValidationError as exc:
-        raise _error(stack_file, error_lines(exc)) from None
+        return None, error_lines(exc, skip=skip)
     except RecursionError:
-        raise _error(stack_file, [f"  {PROJECT}: nested too deeply; fix: write the config as {SCHEMA_DOC} "
-                                  f"shows"]) from None
+        return None, [f"  {PROJECT}: nested too deeply; fix: write the config as {SCHEMA_DOC} shows"]
+    cross = cross_key_problems(spec)
+    if cross:  # worded as a model validator's problems are
+        return None, _problem_lines((), _describe({"msg": "\n".join(cross), "type": "value_error"}), own_keys=True)
+    return spec, []
 
 
 def validate(config: Mapping[Any, Any], secret_keys: Collection[str], stack_file: str) -> StackSpec:
@@ -175,13 +194,8 @@ def validate(config: Mapping[Any, Any], secret_keys: Collection[str], stack_file
     for key in encrypted:
         lines.append(f"  {PROJECT}:{key}: holds an encrypted (secure) value; fix: keep secrets in keys of their own "
                      f"(pulumi config set --secret {PROJECT}:NAME VALUE) and refer to them with {{config: NAME}}")
-    spec = None
-    try:
-        spec = StackSpec.model_validate(values)
-    except ValidationError as exc:
-        lines += error_lines(exc, skip=encrypted)
-    except RecursionError:
-        lines.append(f"  {PROJECT}: nested too deeply; fix: write the config as {SCHEMA_DOC} shows")
+    spec, problem_lines = _checked_spec(values, skip=encrypted)
+    lines += problem_lines
     if spec is None:
         referenced = _config_refs(values)
     else:

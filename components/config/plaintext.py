@@ -11,10 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-if TYPE_CHECKING:
-    from .schema import SecretRef, StackSpec
-
+from .fields import SecretRef
 from .namespace import PROJECT
+
+if TYPE_CHECKING:
+    from .schema import StackSpec
 # A name is a secret's when one of its words (split at - and _) is one of these, or it has the
 # words API KEY in a row: HF_TOKEN, OPENAI_API_KEY, --api-key, DB_PASSWORD; not MAX_TOKENS or
 # TOKENIZERS_PARALLELISM.
@@ -53,10 +54,8 @@ def plaintext_problems(spec: "StackSpec") -> list[str]:
     return problems
 
 
-def secret_refs(value: Any, path: str = "") -> Iterator[tuple[str, "SecretRef"]]:
+def secret_refs(value: Any, path: str = "") -> Iterator[tuple[str, SecretRef]]:
     """(key path, ref) of every secret reference in a validated spec."""
-    from .schema import SecretRef
-
     if isinstance(value, SecretRef):
         yield path, value
     elif isinstance(value, BaseModel):

@@ -18,7 +18,9 @@ from typing import Any
 from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
-from .crosscheck import FIRST_USER_PORT, LAYER_REGISTRY_CONTAINER, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
+from .. import names
+from ..names import LAYER_REGISTRY_CONTAINER, PREFIX, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
+from .crosscheck import FIRST_USER_PORT
 from .namespace import PROJECT
 from .schema import PROTECTED_UNITS, StackSpec
 
@@ -137,17 +139,17 @@ before anything runs on a node:
   enabled) on each Ray head, `fabric.bandwidth_check.port`, `gateway.port` and
   `fabric.layer_registry.port` (on the build node of each image copied to peers) are unique on each
   node, differ from the node's SSH port, and are {FIRST_USER_PORT} or above. One Ray head per node.
-- Unit and container names are unique on each node, the generated ones included: `bws-NAME`
-  (the engine), `bws-NAME-ray-head` / `bws-NAME-ray-worker` (its Ray cluster),
-  `bws-NAME-bw-RANK` (the bandwidth check), `bws-gateway` (the gateway), `{LAYER_REGISTRY_CONTAINER}`
+- Unit and container names are unique on each node, the generated ones included: `{names.engine_container("NAME")}`
+  (the engine), `{names.ray_container(names.ray_cluster("NAME"), "head")}` / `{names.ray_container(names.ray_cluster("NAME"), "worker")}` (its Ray cluster),
+  `{names.bandwidth_container("NAME", "RANK")}` (the bandwidth check), `{names.GATEWAY_CONTAINER}` (the gateway), `{LAYER_REGISTRY_CONTAINER}`
   (the layer registry).
 - The gateway: its node and image exist, the image (runtime docker, placed on its node) pins
   `litellm[proxy]==VERSION` exactly in its `pip:` beside `prisma==0.15.0` (without it LiteLLM answers
   HTTP 500 to a request without the key), or its base is a LiteLLM image; each model name
   (deployments' `served_name`, upstreams' `models`) is routed once; a deployment bound to loopback
   has its head on the gateway's node.
-- `retire` never lists our own `bws-*` units, nor {", ".join(f"`{u}`" for u in PROTECTED_UNITS)} or `systemd-*`
-  (any suffix); `keep` never lists `bws-*`; a unit is listed once.
+- `retire` never lists our own `{PREFIX}*` units, nor {", ".join(f"`{u}`" for u in PROTECTED_UNITS)} or `systemd-*`
+  (any suffix); `keep` never lists `{PREFIX}*`; a unit is listed once.
 - vLLM runs with topology `single`, `ray` or `native` (then tensor_parallel × pipeline_parallel is a
   multiple of the node count: each node runs as many ranks); SGLang with `single` or `native`.
 - No path has a `..` component; numbers are finite; no text is longer than 4096 characters.

@@ -20,12 +20,6 @@ def _unique(items, what: str, problems: list[str]) -> set[str]:
     return seen
 
 
-def check_references(spec: "StackSpec") -> None:
-    problems = reference_problems(spec)
-    if problems:
-        raise ValueError("\n".join(problems))
-
-
 def reference_problems(spec: "StackSpec") -> list[str]:
     problems: list[str] = []
     nodes = _unique(spec.nodes, "nodes", problems)

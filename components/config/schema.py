@@ -15,40 +15,14 @@ import re
 import struct
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from ..engines import ENGINES, Launch
+from .fields import (EnvName, HealthSpec, HostName, ImageRef, LocalPath, Name, NetDev, NodePath, OneLine,
+                     SecretRef, Strict, UnitName, documented, plain_path)
+from ..names import PREFIX, engine_container, engine_unit
+from .gateway import GatewaySpec
 from .venv import VenvSpec, image_problems
-
-# A name that becomes part of a unit, container, image or path name.
-Name = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9-]{0,38}$")]
-# A systemd unit that is not ours: plain unit names, templated instances allowed.
-UnitName = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9@._:-]{0,120}\.(service|socket|timer|target)$")]
-# A Linux network interface name.
-NetDev = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,14}$")]
-
-
-def _plain_path(value: str) -> str:
-    """A path without `..` components (no way out of the directory it names) and without a
-    component longer than a file name may be."""
-    parts = value.split("/")
-    if ".." in parts:
-        raise ValueError("'..' is not allowed in a path; fix: write the path without '..' (resolve it by hand)")
-    if any(len(p) > 255 for p in parts):
-        raise ValueError("a path component is longer than 255 characters; fix: use a shorter path")
-    return value
-
-
-# An absolute path on a node, without characters that need quoting anywhere (units included).
-NodePath = Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*$", max_length=1024), AfterValidator(_plain_path)]
-# A path on the operator's machine (relative to the project, or starting with ~).
-LocalPath = Annotated[str, Field(min_length=1, max_length=1024), AfterValidator(_plain_path)]
-HostName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9.-]{0,252})$")]
-# A Pulumi config key of this project's namespace (blackwell-serving:KEY) that holds a secret.
-ConfigKey = Annotated[str, Field(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")]
-# An image reference: [registry[:port]/]repo[:tag][@digest]
-ImageRef = Annotated[str, Field(pattern=r"^[a-z0-9][a-z0-9._:/@-]{0,254}$")]
-EnvName = Annotated[str, Field(pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,127}$")]
 
 HOST_KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}$")
 GIT_SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -65,35 +39,6 @@ def _key_blob_type(blob: str) -> str | None:
     if len(raw) < 4 + n + 4 + 16:  # type, then at least one non-trivial key field
         return None
     return kind
-
-
-# One argument or environment value: any text but control characters (a newline cannot reach a
-# unit's command line or environment).
-OneLine = Annotated[str, Field(pattern=r"^[^\x00-\x1f\x7f]*$")]
-
-
-class Strict(BaseModel):
-    # Unknown keys are errors, numbers are finite (an .inf memory would overflow the fit check),
-    # and no string is longer than a unit's line should be.
-    model_config = ConfigDict(extra="forbid", frozen=True, allow_inf_nan=False, str_max_length=4096)
-
-
-class SecretRef(Strict):
-    """Where a secret comes from. Its value becomes a Pulumi secret and reaches nodes only in
-    root-only EnvironmentFiles, never in argv, logs or plain state."""
-
-    config: ConfigKey | None = Field(
-        None, description="a secret config key of this stack, set with "
-                          "`pulumi config set --secret blackwell-serving:KEY VALUE` (its value must be `secure:`)")
-    env: EnvName | None = Field(None, description="an environment variable of the operator's shell")
-    file: LocalPath | None = Field(None, description="a file on the operator's machine (first line is used)")
-
-    @model_validator(mode="after")
-    def _exactly_one(self):
-        given = [k for k in ("config", "env", "file") if getattr(self, k)]
-        if len(given) != 1:
-            raise ValueError("a secret needs exactly one source; fix: give exactly one of config / env / file")
-        return self
 
 
 class SshSpec(Strict):
@@ -322,7 +267,7 @@ class DockerRun(Strict):
     init: bool = Field(True, description="an init process reaps zombie Ray workers")
     memlock_unlimited: bool = Field(True, description="--ulimit memlock=-1 (RDMA registers pinned memory)")
     mounts: list[Annotated[str, Field(pattern=r"^/[A-Za-z0-9._/-]*:/[A-Za-z0-9._/-]*(:ro)?$", max_length=1024),
-                           AfterValidator(_plain_path)]] = Field(
+                           AfterValidator(plain_path)]] = Field(
         default_factory=list, description="extra bind mounts HOST:CONTAINER[:ro]")
 
 
@@ -351,12 +296,6 @@ class RaySpec(Strict):
         description="RAY_memory_usage_threshold on those nodes: the fraction of the node's memory in use above "
                     "which Ray's monitor kills a worker, when unified_memory_monitor_refresh_ms is not 0 "
                     "(Ray's default 0.95 is below what the engine reserves on unified memory)")
-
-
-class HealthSpec(Strict):
-    timeout_s: int = Field(1800, ge=10, le=14400, description="how long the gate waits for the engine to load")
-    prompt: Annotated[str, Field(max_length=500)] = Field("Say hello.", description="the gate's chat prompt")
-    max_tokens: int = Field(8, ge=1, le=256, description="tokens the gate's completion may generate")
 
 
 class WatchdogSpec(Strict):
@@ -392,7 +331,8 @@ Engine = Literal[tuple(ENGINES)]
 
 
 class DeploymentSpec(Strict):
-    name: Name = Field(description="the deployment's name: its unit is bws-NAME.service, its container bws-NAME")
+    name: Name = Field(description=f"the deployment's name: its unit is {engine_unit('NAME')}, its container "
+                                  f"{engine_container('NAME')}")
     engine: Engine = Field(description="the engine that serves (components/engines: one module each)")
     image: Name = Field(description="an entry of images:")
     model: Name = Field(description="an entry of models:")
@@ -485,8 +425,8 @@ class DeploymentSpec(Strict):
         return self
 
 
+@documented(f"A foreign systemd unit on one of the nodes (never one of ours, {PREFIX}*).")
 class ServiceRef(Strict):
-    """A foreign systemd unit on one of the nodes (never one of ours, bws-*)."""
 
     node: Name = Field(description="the node the unit runs on")
     unit: UnitName = Field(description="the systemd unit, with its suffix (e.g. glm.service)")
@@ -494,8 +434,8 @@ class ServiceRef(Strict):
     @field_validator("unit", mode="before")
     @classmethod
     def _not_ours(cls, v):
-        if isinstance(v, str) and v.startswith("bws-"):
-            raise ValueError("bws-* units are this project's own; fix: remove it (a deployment's unit is "
+        if isinstance(v, str) and v.startswith(PREFIX):
+            raise ValueError(f"{PREFIX}* units are this project's own; fix: remove it (a deployment's unit is "
                              "managed through deployments:)")
         return v
 
@@ -522,10 +462,6 @@ class RetireRef(ServiceRef):
             raise ValueError(f"{v[:130]!r} keeps the node reachable or runs our containers and cannot be retired; "
                              f"fix: remove it from retire")
         return v
-
-
-# The gateway's keys and rules (components/config/gateway.py) build on the types above.
-from .gateway import GatewaySpec, gateway_problems  # noqa: E402
 
 
 class StackSpec(Strict):
@@ -564,17 +500,3 @@ class StackSpec(Strict):
             return []
         return list(dict.fromkeys(i.build_node for i in self.images
                                   if i.runtime == "docker" and any(n != i.build_node for n in i.nodes)))
-
-    @model_validator(mode="after")
-    def _references(self):
-        from .crosscheck import cross_problems, node_fabric_problems
-        from .plaintext import plaintext_problems
-        from .references import reference_problems
-        from .sanity import sanity_problems
-
-        problems = reference_problems(self) + node_fabric_problems(self) + gateway_problems(self) + sanity_problems(self)
-        # Cross-resource checks look names up: they run once the references hold.
-        problems += (cross_problems(self) if not problems else []) + plaintext_problems(self)
-        if problems:
-            raise ValueError("\n".join(problems))
-        return self

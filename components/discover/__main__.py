@@ -16,6 +16,7 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from .. import names
 from ..config import ConfigError, load_stack_file
 from ..config.load import values_from_stack_file
 from ..config.stackfile import parse_yaml
@@ -93,7 +94,7 @@ def discover(args: argparse.Namespace) -> Discovered:
 
 def checked(text: str, out: Path) -> None:
     """The text loads with the config loader, as the engine will read it; else the loader's message."""
-    with tempfile.TemporaryDirectory(prefix="bws-discover-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=names.temp_prefix("discover")) as tmp:
         path = Path(tmp) / out.name
         path.write_text(text)
         try:

@@ -3,8 +3,10 @@ pinned (components/ssh.py: key auth only, no user ssh config, the key held by an
 
 from __future__ import annotations
 
+import shlex
 from dataclasses import dataclass
 
+from .. import names
 from ..render import TEMPLATES
 from ..ssh import Connection, RemoteError, run_line
 from .facts import DiscoveryError, MachineFacts, parse
@@ -29,7 +31,7 @@ def probe(target: Target, user: str, host_key: str, private_key: str | None, tim
     """The machine's facts; the script runs under `sh` (plain POSIX) fed on stdin."""
     conn = Connection(host=target.host, user=user, port=target.port, host_key=host_key, private_key=private_key)
     try:
-        out, _ = run_line(conn, "sh -s", stdin=SCRIPT.read_text(), timeout_s=timeout_s, what="discovery")
+        out, _ = run_line(conn, f"sh -s {shlex.quote(names.PREFIX)}", stdin=SCRIPT.read_text(), timeout_s=timeout_s, what="discovery")
     except RemoteError as exc:
         raise DiscoveryError(f"{target.host}: {exc}; fix: check --user and --identity (key login as that user)") from None
     return parse(target.host, out)

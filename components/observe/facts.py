@@ -1,11 +1,15 @@
 """What one probe asks of a node (Watch) and what it found (NodeFacts), with the parser of the
-probe's output: one tab-separated line per fact, written by templates/scripts/observe.sh.j2."""
+probe's output: one tab-separated line per fact, written by templates/scripts/observe.sh.j2 with
+each fact's own shell and read with each fact's own parser (components/facts)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-ABSENT = "absent"
+from ..facts import ALL, LinkFacts, UnitFacts
+from ..render import render
+
+BY_KIND = {fact.kind: fact for fact in ALL}
 
 
 @dataclass
@@ -24,22 +28,6 @@ class Watch:
         return not any(vars(self).values())
 
 
-@dataclass(frozen=True)
-class UnitFacts:
-    load: str          # loaded | not-found | masked | …
-    active: str        # active | inactive | failed | activating | …
-    enabled: str       # enabled | disabled | masked | "" when not installed
-    sha256: str        # of /etc/systemd/system/<unit>, or "absent"
-
-
-@dataclass(frozen=True)
-class LinkFacts:
-    operstate: str     # up | down | unknown | absent
-    admin_up: bool
-    mtu: int | None
-    addresses: tuple[str, ...]
-
-
 @dataclass
 class NodeFacts:
     units: dict[str, UnitFacts] = field(default_factory=dict)
@@ -53,6 +41,11 @@ class NodeFacts:
     unreachable: str | None = None                             # why the probe could not run
 
 
+def probe_script(watch: Watch) -> str:
+    """The node's one read-only probe: the shell of each fact watched, then one call per key."""
+    return render("scripts/observe.sh.j2", watch=watch, facts=ALL)
+
+
 class ProbeOutputError(ValueError):
     pass
 
@@ -64,27 +57,11 @@ def parse(text: str) -> NodeFacts:
         if not line.strip():
             continue
         kind, *f = line.split("\t")
+        fact = BY_KIND.get(kind)
+        if fact is None:
+            raise ProbeOutputError(f"line {number}: unknown fact kind {kind!r}")
         try:
-            if kind == "unit":
-                facts.units[f[0]] = UnitFacts(load=f[1], active=f[2], enabled=f[3], sha256=f[4])
-            elif kind == "image":
-                facts.images[f[0]] = f[1] or ABSENT
-            elif kind == "dir":
-                facts.dirs[f[0]] = f[1] or ABSENT
-            elif kind == "link":
-                facts.links[f[0]] = LinkFacts(operstate=f[1], admin_up=f[2] == "1",
-                                              mtu=int(f[3]) if f[3].isdigit() else None,
-                                              addresses=tuple(a for a in f[4].split(",") if a))
-            elif kind == "rdma":
-                facts.rdma_ports[f[0]] = f[1]
-            elif kind == "url":
-                facts.urls[f[0]] = f[1]
-            elif kind == "ray":
-                facts.ray[f[0]] = int(f[1]) if f[1].isdigit() else 0
-            elif kind == "venv":
-                facts.venvs[f[0]] = f[1] or ABSENT
-            else:
-                raise ProbeOutputError(f"line {number}: unknown fact kind {kind!r}")
+            getattr(facts, fact.attribute)[f[0]] = fact.parse(f[1:])
         except IndexError:
             raise ProbeOutputError(f"line {number}: too few fields: {line!r}") from None
     return facts

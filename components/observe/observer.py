@@ -11,10 +11,9 @@ from typing import Callable, Mapping
 
 import pulumi
 
-from ..render import render
 from ..ssh import Connection, RemoteError, run_script
-from .expect import Expectation
-from .facts import NodeFacts, ProbeOutputError, Watch, parse
+from ..facts import Expectation
+from .facts import NodeFacts, ProbeOutputError, Watch, parse, probe_script
 
 PROBE_TIMEOUT_S = 60
 
@@ -91,6 +90,6 @@ class Observer:
 
     def _ssh_probe(self, node: str, watch: Watch) -> NodeFacts:
         conn = Connection.from_inputs(self._connections[node])
-        out, _ = run_script(conn, render("scripts/observe.sh.j2", watch=watch), timeout_s=PROBE_TIMEOUT_S,
+        out, _ = run_script(conn, probe_script(watch), timeout_s=PROBE_TIMEOUT_S,
                             what=f"observe {node}")
         return parse(out)

@@ -12,7 +12,7 @@ from typing import Sequence
 
 import pulumi
 
-from .. import types
+from .. import names, types
 from ..config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
 from ..containers import docker_args
 from ..fabric import fabric_environment, node_fabric
@@ -119,7 +119,7 @@ def backend(spec: DeploymentSpec) -> str:
 
 
 def container(deployment: str, rank: int) -> str:
-    return f"bws-{deployment}-bw-{rank}"
+    return names.bandwidth_container(deployment, rank)
 
 
 class FabricBandwidth(pulumi.ComponentResource):

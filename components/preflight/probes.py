@@ -14,16 +14,11 @@ from ..engines import Engine
 from ..fabric import node_fabric
 from ..image import peer_values
 from ..node import Node
-from ..observe import FabricUp
+from ..facts import FabricUp
+from ..facts.rdma_port import rdma_port
 from ..remote import run
 from ..render import python_program, render
 from ..steps import StepInfo
-
-
-def rdma_port(hca: str) -> str:
-    """"mlx5_0:1" (or "mlx5_0", port 1) → "mlx5_0/1", as sysfs lays it out."""
-    name, _, port = hca.partition(":")
-    return f"{name}/{port or '1'}"
 
 
 class EngineProbe(pulumi.ComponentResource):

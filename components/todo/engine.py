@@ -11,6 +11,8 @@ from enum import Enum
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from components.names import temp_prefix
+
 REPO = Path(__file__).resolve().parents[2]
 
 
@@ -64,7 +66,7 @@ def preview(stack: str, work_dir: Path = REPO, on_event: Callable[[dict], None] 
         if on_event is not None:
             on_event(d)
 
-    with tempfile.TemporaryDirectory(prefix="bws-todo-") as tmp:
+    with tempfile.TemporaryDirectory(prefix=temp_prefix("todo")) as tmp:
         plan_path = Path(tmp) / "plan.json"
         st.preview(on_event=collect, plan=str(plan_path), color="never")
         plan = json.loads(plan_path.read_text()) if plan_path.is_file() else None

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from components.config.schema import StackSpec
+from components import names
 from components.engines import ENGINES
 from components.render import render
 from components.ssh import Connection, RemoteError, run_script
@@ -38,7 +39,7 @@ def probe_script(spec: StackSpec, node: str) -> str:
             continue
         address = "127.0.0.1" if str(d.bind) == "0.0.0.0" else str(d.bind)
         deployments.append(dict(name=d.name, base=f"http://{address}:{d.port}", served_name=d.served_name,
-                                env_file=f"/etc/blackwell-serving/{d.name}.env" if d.api_key else None,
+                                env_file=names.engine_env_file(d.name) if d.api_key else None,
                                 key_var=ENGINES[d.engine].api_key_var))
     return render("scripts/status.sh.j2", deployments=deployments)
 

@@ -3,7 +3,9 @@
 # Plain POSIX sh (a node's /bin/sh may be dash), no value templated in. One tab-separated line
 # per fact, parsed by components/discover/facts.py; tabs and newlines inside a value are
 # replaced by spaces. Every call that can hang (nvidia-smi, docker) is bounded by `timeout`.
+# Argv: the prefix of our own units and containers (components/names.py), left out of the lists.
 export LC_ALL=C
+ours=${1:?the prefix of our own units and containers}
 
 # A file's first line without tabs or carriage returns (empty when it cannot be read).
 first() {
@@ -69,12 +71,13 @@ for ib in /sys/class/infiniband/*; do
   done
 done
 
-# service UNIT DESCRIPTION COMMAND_LINES: every running service but ours (bws-*), with the
+# service UNIT DESCRIPTION COMMAND_LINES: every running service but ours (named with the prefix
+# components/names.py gives them, the script's first argument), with the
 # command lines of the processes in its cgroup (a unit that runs `docker run` shows its arguments).
 systemctl list-units --type=service --state=running --no-legend --plain 2>/dev/null | awk '{print $1}' |
   while IFS= read -r unit; do
     case $unit in
-      bws-*) continue ;;
+      "$ours"*) continue ;;
     esac
     group=$(systemctl show -p ControlGroup --value "$unit" 2>/dev/null)
     procs=""
@@ -97,7 +100,7 @@ if command -v docker >/dev/null 2>&1; then
     timeout 30 docker ps --no-trunc --format '{{.Names}}	{{.Image}}	{{.Command}}' 2>/dev/null |
       while IFS= read -r line; do
         case $line in
-          bws-*) continue ;;
+          "$ours"*) continue ;;
         esac
         printf 'container\t%s\n' "$line"
       done

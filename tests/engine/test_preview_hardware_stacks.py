@@ -33,7 +33,7 @@ def test_spark_duo_preview_lists_the_deployment(project):
     assert {s["newState"]["type"] for s in steps.values() if s["newState"]["custom"]} == {"command:remote:Command"}
     script_of = lambda name: script(steps[name])
     assert "systemctl disable --now vllm-cluster.service" in script_of("spark-1a32-vllm-cluster-retire")
-    assert "systemctl is-active --quiet vllm-embeddings.service" in script_of("spark-5be3-vllm-embeddings-check")
+    assert "if ! unit_running vllm-embeddings.service; then" in script_of("spark-5be3-vllm-embeddings-check")
     # Seed 002: the image that served, pulled as it is (no transformers layer).
     assert "docker pull hellohal2064/vllm-qwen3.5-gb10:latest" in script_of("vllm-qwen35-build")
     # Steps that carry a secret on stdin (the HF token, the API key's EnvironmentFile) show it

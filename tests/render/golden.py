@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from components.image import dockerfile
+from components.observe.facts import probe_script
 from components.render import render
 from tests.unit.mocked import STACKS, script_of, snapshot
 
@@ -44,7 +45,7 @@ def _rendered(stack: str):
     for u in snap.units:
         put(f"{u._name}.service", u.unit_text)
     for node, watch in snap.watches.items():
-        put(f"observe-{node}.sh", render("scripts/observe.sh.j2", watch=watch))
+        put(f"observe-{node}.sh", probe_script(watch))
     for img in (i for i in snap.spec.images if i.runtime == "docker"):
         put(f"{img.name}.Dockerfile", dockerfile(img))
     placements = [(u.node.name, u.unit_name, f"{u._name}.service") for u in snap.units]

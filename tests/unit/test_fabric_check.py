@@ -131,6 +131,8 @@ def spark_sysfs(root):
     net = root / "class" / "net" / "enp1s0f1np1"
     net.mkdir(parents=True)
     (net / "operstate").write_text("up\n")
+    (net / "flags").write_text("0x1003\n")     # IFF_UP among them
+    (net / "carrier").write_text("1\n")
     (net / "mtu").write_text("9000\n")
     (net / "device").symlink_to(cabled)
 

@@ -55,7 +55,8 @@ def run_script(tmp_path, script: str, *, gpus: str | None, apps: str = "", avail
     (bin_ / "systemctl").write_text(textwrap.dedent(f"""\
         #!/bin/bash
         case "$1" in
-          is-active) for u in {' '.join(active)}; do [ "$u" = "$3" ] && exit 0; done; exit 3;;
+          is-active) for u in {' '.join(active)}; do [ "$u" = "${{@: -1}}" ] && {{ echo active; exit 0; }}; done
+                     echo inactive; exit 3;;
           show) echo "/system.slice/$5";;
           cat) echo "ExecStart=/usr/bin/docker run --rm --name glm-engine image";;
         esac

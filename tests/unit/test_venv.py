@@ -15,7 +15,7 @@ import pytest
 
 from components.config import ConfigError, parse
 from components.config.load import values_from_stack_file
-from components.observe import VenvCurrent
+from components.facts import VenvCurrent
 from components.observe.facts import NodeFacts, parse as parse_facts
 from components.render import TEMPLATES, render
 from tests.unit import systemd_syntax
@@ -360,11 +360,11 @@ def test_drift_of_the_current_link():
 
 
 def test_the_probe_reads_the_link_and_the_built_mark(tmp_path):
-    from components.observe.facts import Watch
+    from components.observe.facts import Watch, probe_script
     root = tmp_path / "x"
     (root / "d1").mkdir(parents=True)
     (root / "current").symlink_to("d1")
-    probe = render("scripts/observe.sh.j2", watch=Watch(venvs={str(root)}))
+    probe = probe_script(Watch(venvs={str(root)}))
     run = lambda: parse_facts(subprocess.run(["bash", "-c", probe], capture_output=True, text=True).stdout)
     assert run().venvs == {str(root): "absent"}          # not marked built: a half-built venv
     (root / "d1" / ".bws-built").touch()

@@ -15,6 +15,7 @@ from components.discover.fabric import choose
 from components.discover.facts import DiscoveryError, ipv4_mapped_gid, parse
 from components.discover.nodes import fabric_item, gpu, node_item, node_name, service_items
 from components.discover.probe import SCRIPT
+from components import names
 
 DATA = Path(__file__).parent / "data"
 KEY = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICEvWJmRmEloEL70S2jUEXoPj0Ob7rHWBDbvqcLgNdih"
@@ -138,6 +139,6 @@ def test_the_script_is_posix_sh_and_runs_here():
     its output parses."""
     lint = subprocess.run(["shellcheck", "-s", "sh", str(SCRIPT)], capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
-    run = subprocess.run(["sh", str(SCRIPT)], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(["sh", str(SCRIPT), names.PREFIX], capture_output=True, text=True, timeout=120)
     here = parse("localhost", run.stdout)
     assert here.memory_kb > 0 and "lo" in here.netdevs

@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.observe.expect import (CacheComplete, CacheCopied, EndpointAnswers, FabricUp, ImageCopied,
-                                       ImagePresent, RayMembers, UnitKept, UnitRetired, UnitRunning, sha256_text)
-from components.observe.facts import LinkFacts, NodeFacts, UnitFacts
+from components.facts import (CacheComplete, CacheCopied, EndpointAnswers, FabricUp, ImageCopied,
+                              ImagePresent, RayMembers, UnitKept, UnitRetired, UnitRunning, sha256_text)
+from components.facts import LinkFacts, UnitFacts
+from components.observe.facts import NodeFacts
 
 TEXT = "[Service]\nExecStart=/bin/true\n"
 OURS = sha256_text(TEXT)
@@ -17,8 +18,8 @@ def unit(active="active", enabled="enabled", sha=OURS, load="loaded"):
     return NodeFacts(units={"bws-x.service": UnitFacts(load, active, enabled, sha)})
 
 
-def link(oper="up", admin=True, mtu=9000, addresses=("198.19.0.11",)):
-    return LinkFacts(operstate=oper, admin_up=admin, mtu=mtu, addresses=tuple(addresses))
+def link(state="up", oper="up", mtu=9000, addresses=("198.19.0.11",)):
+    return LinkFacts(state=state, operstate=oper, mtu=mtu, addresses=tuple(addresses))
 
 
 RUNNING = UnitRunning("n1", "bws-x.service", TEXT)
@@ -76,18 +77,19 @@ CASES = [
      "drift: model cache on n2 differs from n1"),
     # fabric
     ("fabric up", FABRIC, {"n1": NodeFacts(links={"eth1": link()}, rdma_ports={"mlx5_0/1": "4: ACTIVE"})}, None),
-    ("link set down", FABRIC, {"n1": NodeFacts(links={"eth1": link(oper="down", admin=False)},
+    ("link set down", FABRIC, {"n1": NodeFacts(links={"eth1": link(state="admin-down", oper="down")},
                                                rdma_ports={"mlx5_0/1": "4: ACTIVE"})},
      "drift: fabric netdev eth1 observed administratively down"),
-    ("cable out", FABRIC, {"n1": NodeFacts(links={"eth1": link(oper="down")}, rdma_ports={"mlx5_0/1": "1: DOWN"})},
-     "drift: fabric netdev eth1 observed down"),
+    ("cable out", FABRIC, {"n1": NodeFacts(links={"eth1": link(state="no-carrier", oper="down")},
+                                             rdma_ports={"mlx5_0/1": "1: DOWN"})},
+     "drift: fabric netdev eth1 observed without carrier (down)"),
     ("address lost", FABRIC, {"n1": NodeFacts(links={"eth1": link(addresses=())}, rdma_ports={"mlx5_0/1": "4: ACTIVE"})},
      "drift: fabric netdev eth1 does not hold 198.19.0.11"),
     ("mtu reset", FABRIC, {"n1": NodeFacts(links={"eth1": link(mtu=1500)}, rdma_ports={"mlx5_0/1": "4: ACTIVE"})},
      "drift: fabric netdev eth1 has MTU 1500, expected 9000"),
     ("rdma port down", FABRIC, {"n1": NodeFacts(links={"eth1": link()}, rdma_ports={"mlx5_0/1": "1: DOWN"})},
      "drift: RDMA port mlx5_0/1 observed 1: DOWN"),
-    ("netdev gone", FABRIC, {"n1": NodeFacts(links={"eth1": link(oper="absent")})},
+    ("netdev gone", FABRIC, {"n1": NodeFacts(links={"eth1": link(state="absent", oper="")})},
      "drift: fabric netdev eth1 absent"),
     ("virtual link reports unknown", FabricUp("n1", "eth1", "198.19.0.11", 9000),
      {"n1": NodeFacts(links={"eth1": link(oper="unknown")})}, None),

@@ -13,8 +13,8 @@ SAMPLE = "\n".join([
     "image\tblackwell-serving/lab:abc\tsha256:1234",
     "image\tmissing:1\tabsent",
     "dir\t/var/lib/m/x\tabsent",
-    "link\teth1\tup\t1\t1500\t198.19.0.11,fe80::1",
-    "link\teth9\tabsent\t0\t\t",
+    "link\teth1\tup\tup\t1500\t198.19.0.11,fe80::1",
+    "link\teth9\tabsent\t\t\t",
     "rdma\tmlx5_0/1\t4: ACTIVE",
     "url\thttp://127.0.0.1:8000/health\t200",
     "ray\tbws-tiny-ray-head\t2",
@@ -28,8 +28,8 @@ def test_parse_every_kind():
     assert f.units["gone.service"].enabled == ""
     assert f.images == {"blackwell-serving/lab:abc": "sha256:1234", "missing:1": "absent"}
     assert f.dirs == {"/var/lib/m/x": "absent"}
-    assert f.links["eth1"] == LinkFacts("up", True, 1500, ("198.19.0.11", "fe80::1"))
-    assert f.links["eth9"] == LinkFacts("absent", False, None, ())
+    assert f.links["eth1"] == LinkFacts("up", "up", 1500, ("198.19.0.11", "fe80::1"))
+    assert f.links["eth9"] == LinkFacts("absent", "", None, ())
     assert f.rdma_ports == {"mlx5_0/1": "4: ACTIVE"}
     assert f.urls == {"http://127.0.0.1:8000/health": "200"}
     assert f.ray == {"bws-tiny-ray-head": 2}

@@ -5,9 +5,8 @@ from __future__ import annotations
 import pytest
 
 from components.observe import ObserveError, Observer
-from components.observe.expect import UnitRunning, sha256_text
+from components.facts import UnitRunning, sha256_text
 from components.observe.facts import NodeFacts, UnitFacts
-from components.render import render
 from components.ssh import RemoteError
 
 TEXT = "[Service]\nExecStart=/bin/true\n"
@@ -75,11 +74,11 @@ def test_steps_cannot_be_evaluated_before_observation_nor_added_after():
 
 
 def test_probe_script_is_read_only_and_quotes_every_name():
-    from components.observe.facts import Watch
-    script = render("scripts/observe.sh.j2", watch=Watch(units={"a b;rm -rf /.service"}, images={"x:$(id)"},
-                                                          dirs={"/m/d"}, links={"eth1"}, rdma_ports={"mlx5_0/1"},
-                                                          urls={"http://127.0.0.1:8000/health"}, ray={"c"}))
-    assert "unit 'a b;rm -rf /.service'" in script and "image 'x:$(id)'" in script
+    from components.observe.facts import Watch, probe_script
+    script = probe_script(Watch(units={"a b;rm -rf /.service"}, images={"x:$(id)"},
+                                dirs={"/m/d"}, links={"eth1"}, rdma_ports={"mlx5_0/1"},
+                                urls={"http://127.0.0.1:8000/health"}, ray={"c"}))
+    assert "unit_state 'a b;rm -rf /.service'" in script and "image_state 'x:$(id)'" in script
     for verb in ("systemctl start", "systemctl stop", "systemctl restart", "docker rm", "docker run", " rm ",
                  "mkdir", "> /", "ip link set"):
         assert verb not in script

@@ -101,16 +101,19 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
 log "pulling base image"
 if ! docker pull 198.18.0.1:5000/lab/vllm-cpu:0.32.0 2>&1 | progress; then
-  docker image inspect 198.18.0.1:5000/lab/vllm-cpu:0.32.0 >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+  image_id 198.18.0.1:5000/lab/vllm-cpu:0.32.0 >/dev/null || { log "cannot pull the base image"; exit 1; }
   log "registry unreachable; using the base image already here"
 fi
-base_id=$(docker image inspect --format '{{.Id}}' 198.18.0.1:5000/lab/vllm-cpu:0.32.0)
+base_id=$(image_id 198.18.0.1:5000/lab/vllm-cpu:0.32.0)
 if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/gateway-lab:cce61ba6524d 2>/dev/null) \
    && [ "$built_on" = "$base_id" ]; then
   log "already built on this base"
-  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:cce61ba6524d)"
+  echo "image-id=$(image_id blackwell-serving/gateway-lab:cce61ba6524d)"
   exit 0
 fi
 ctx=$(mktemp -d)
@@ -128,11 +131,11 @@ LABEL org.blackwell-serving.base=198.18.0.1:5000/lab/vllm-cpu:0.32.0
 BWS_DOCKERFILE_EOF
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/pip-ca.crt"
 log "building on base $base_id"
-previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:cce61ba6524d 2>/dev/null || true)
+previous=$(image_id blackwell-serving/gateway-lab:cce61ba6524d || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
   -t blackwell-serving/gateway-lab:cce61ba6524d-staging "$ctx" 2>&1 | progress
 docker tag blackwell-serving/gateway-lab:cce61ba6524d-staging blackwell-serving/gateway-lab:cce61ba6524d
 docker rmi blackwell-serving/gateway-lab:cce61ba6524d-staging >/dev/null
 # The image this tag named before (an older base): gone unless something still uses it.
 [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
-echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway-lab:cce61ba6524d)"
+echo "image-id=$(image_id blackwell-serving/gateway-lab:cce61ba6524d)"

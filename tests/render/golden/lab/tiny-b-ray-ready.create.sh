@@ -79,12 +79,17 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+ray_members() {
+  local alive
+  alive=$(timeout 20 docker exec "$1" python3 -c 'import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))' 2>/dev/null | tail -n 1) || true
+  case "$alive" in ''|*[!0-9]*) alive=0 ;; esac
+  printf 'ray\t%s\t%s\n' "$1" "$alive"
+}
 deadline=$(( $(date +%s) + 300 ))
-probe='import ray; ray.init(address="auto", logging_level="ERROR"); print(sum(1 for n in ray.nodes() if n["Alive"]))'
 while :; do
-  alive=$(docker exec bws-tiny-b-ray-head python3 -c "$probe" 2>/dev/null | tail -n 1 || true)
-  if [ "$alive" = 2 ]; then
-    log "2 of 2 nodes joined"
+  alive=$(ray_members bws-tiny-b-ray-head | cut -f3)
+  if [ "$alive" -ge 2 ]; then
+    log "$alive of 2 nodes joined"
     echo "ray-nodes=$alive"
     exit 0
   fi

@@ -120,8 +120,11 @@ peer_ssh=(ssh -F /dev/null -i /root/.ssh/id_ed25519 -o IdentitiesOnly=yes -o Bat
           -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 -o ServerAliveInterval=15
           -o ServerAliveCountMax=4 -o Compression=no -o LogLevel=ERROR)
 peer() { "${peer_ssh[@]}" root@198.19.0.12 "$@"; }
-want=$(docker image inspect --format '{{.Id}}' blackwell-serving/vllm-lab:2b5ceeb6797a)
-have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null || true)
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
+want=$(image_id blackwell-serving/vllm-lab:2b5ceeb6797a)
+have=$(peer "$(declare -f image_id); image_id" blackwell-serving/vllm-lab:2b5ceeb6797a 2>/dev/null || true)
 had=$have
 staging_root=/var/lib/blackwell-serving/image-staging
 stage="$staging_root/${want#sha256:}"
@@ -666,7 +669,7 @@ else
   fi
   sent=$size
 fi
-have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/vllm-lab:2b5ceeb6797a)
+have=$(peer "$(declare -f image_id); image_id" blackwell-serving/vllm-lab:2b5ceeb6797a)
 if [ "$have" != "$want" ]; then
   log "peer has $have after the copy, expected $want"
   exit 1

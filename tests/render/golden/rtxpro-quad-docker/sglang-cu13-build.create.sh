@@ -101,16 +101,19 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
 log "pulling base image"
 if ! docker pull lmsysorg/sglang:dev-cu13 2>&1 | progress; then
-  docker image inspect lmsysorg/sglang:dev-cu13 >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+  image_id lmsysorg/sglang:dev-cu13 >/dev/null || { log "cannot pull the base image"; exit 1; }
   log "registry unreachable; using the base image already here"
 fi
-base_id=$(docker image inspect --format '{{.Id}}' lmsysorg/sglang:dev-cu13)
+base_id=$(image_id lmsysorg/sglang:dev-cu13)
 if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/sglang-cu13:6652dad398a1 2>/dev/null) \
    && [ "$built_on" = "$base_id" ]; then
   log "already built on this base"
-  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1)"
+  echo "image-id=$(image_id blackwell-serving/sglang-cu13:6652dad398a1)"
   exit 0
 fi
 ctx=$(mktemp -d)
@@ -124,11 +127,11 @@ RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.2' \
 LABEL org.blackwell-serving.base=lmsysorg/sglang:dev-cu13
 BWS_DOCKERFILE_EOF
 log "building on base $base_id"
-previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1 2>/dev/null || true)
+previous=$(image_id blackwell-serving/sglang-cu13:6652dad398a1 || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
   -t blackwell-serving/sglang-cu13:6652dad398a1-staging "$ctx" 2>&1 | progress
 docker tag blackwell-serving/sglang-cu13:6652dad398a1-staging blackwell-serving/sglang-cu13:6652dad398a1
 docker rmi blackwell-serving/sglang-cu13:6652dad398a1-staging >/dev/null
 # The image this tag named before (an older base): gone unless something still uses it.
 [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
-echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-cu13:6652dad398a1)"
+echo "image-id=$(image_id blackwell-serving/sglang-cu13:6652dad398a1)"

@@ -85,6 +85,10 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+unit_running() {
+  case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
+  return 1
+}
 proc=/proc
 cgroot=/sys/fs/cgroup
 node=llm-server
@@ -99,7 +103,7 @@ claimed=${claimed%, }
 # The cgroups of the units retired here: each unit's own, and those of the containers it runs
 # (`docker run --name NAME` in its unit file), whose processes live outside the unit's cgroup.
 retired_cgroups=()
-if systemctl is-active --quiet sglang-kimi.service; then
+if unit_running sglang-kimi.service; then
   cg=$(systemctl show -p ControlGroup --value sglang-kimi.service 2>/dev/null || true)
   [ -z "$cg" ] || retired_cgroups+=("$cg "sglang-kimi.service)
   for name in $(systemctl cat sglang-kimi.service 2>/dev/null | grep -oE -- '--name[= ]+[A-Za-z0-9_.-]+' \

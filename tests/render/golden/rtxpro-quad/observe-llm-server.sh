@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Read-only probe of what this stack manages on the node; it changes nothing. One tab-separated
-# line per fact (parsed by components/observe/facts.py). Every external call is bounded.
+# line per fact, each printed by the fact's own shell (templates/scripts/facts/, parsed by
+# components/facts). Every external call is bounded.
 set -u
 export LC_ALL=C
-unit() {
+unit_state() {
   local sha=absent path="/etc/systemd/system/$1"
   [ -f "$path" ] && sha=$(sha256sum < "$path" | cut -d' ' -f1)
   printf 'unit\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
@@ -17,24 +18,24 @@ cache_intact() {
   [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
     && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
 }
-dir() {
+model_cache() {
   local sha=absent
   cache_intact "$1" && sha=$(sha256sum < "$1/.blackwell-manifest.sha256" | cut -d' ' -f1)
   printf 'dir\t%s\t%s\n' "$1" "$sha"
 }
-url() {
+endpoint() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
-venv() {
+venv_current() {
   local cur
   cur=$(readlink "$1/current" 2>/dev/null) || cur=""
   if [ -z "$cur" ] || [ ! -f "$1/$cur/.bws-built" ]; then cur=absent; fi
   printf 'venv\t%s\t%s\n' "$1" "$cur"
 }
-unit bws-qwen35-397b-watchdog.timer
-unit bws-qwen35-397b.service
-unit sglang-kimi.service
-dir /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
-url http://127.0.0.1:30000/health
-venv /opt/blackwell-serving/venvs/sglang-main
+unit_state bws-qwen35-397b-watchdog.timer
+unit_state bws-qwen35-397b.service
+unit_state sglang-kimi.service
+model_cache /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
+endpoint http://127.0.0.1:30000/health
+venv_current /opt/blackwell-serving/venvs/sglang-main
 exit 0

@@ -101,16 +101,19 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
 log "pulling base image"
 if ! docker pull python:3.12-slim 2>&1 | progress; then
-  docker image inspect python:3.12-slim >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+  image_id python:3.12-slim >/dev/null || { log "cannot pull the base image"; exit 1; }
   log "registry unreachable; using the base image already here"
 fi
-base_id=$(docker image inspect --format '{{.Id}}' python:3.12-slim)
+base_id=$(image_id python:3.12-slim)
 if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/gateway:c2860cdd73d4 2>/dev/null) \
    && [ "$built_on" = "$base_id" ]; then
   log "already built on this base"
-  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway:c2860cdd73d4)"
+  echo "image-id=$(image_id blackwell-serving/gateway:c2860cdd73d4)"
   exit 0
 fi
 ctx=$(mktemp -d)
@@ -124,11 +127,11 @@ RUN python3 -m pip install --no-cache-dir --upgrade 'litellm[proxy]==1.106.12' p
 LABEL org.blackwell-serving.base=python:3.12-slim
 BWS_DOCKERFILE_EOF
 log "building on base $base_id"
-previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway:c2860cdd73d4 2>/dev/null || true)
+previous=$(image_id blackwell-serving/gateway:c2860cdd73d4 || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
   -t blackwell-serving/gateway:c2860cdd73d4-staging "$ctx" 2>&1 | progress
 docker tag blackwell-serving/gateway:c2860cdd73d4-staging blackwell-serving/gateway:c2860cdd73d4
 docker rmi blackwell-serving/gateway:c2860cdd73d4-staging >/dev/null
 # The image this tag named before (an older base): gone unless something still uses it.
 [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
-echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/gateway:c2860cdd73d4)"
+echo "image-id=$(image_id blackwell-serving/gateway:c2860cdd73d4)"

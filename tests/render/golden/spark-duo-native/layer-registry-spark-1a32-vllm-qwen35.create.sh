@@ -115,7 +115,10 @@ push_layers() {
   drop_layer_refs "$2"
   return "$rc"
 }
-id=$(docker image inspect --format '{{.Id}}' hellohal2064/vllm-qwen3.5-gb10:latest)
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
+id=$(image_id hellohal2064/vllm-qwen3.5-gb10:latest)
 if push_layers hellohal2064/vllm-qwen3.5-gb10:latest bws/vllm-qwen35 "$id"; then
   log "the layers of $id are in the registry"
 else

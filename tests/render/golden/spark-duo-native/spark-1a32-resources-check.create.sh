@@ -85,6 +85,10 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+unit_running() {
+  case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
+  return 1
+}
 proc=/proc
 cgroot=/sys/fs/cgroup
 node=spark-1a32
@@ -99,7 +103,7 @@ claimed=${claimed%, }
 # The cgroups of the units retired here: each unit's own, and those of the containers it runs
 # (`docker run --name NAME` in its unit file), whose processes live outside the unit's cgroup.
 retired_cgroups=()
-if systemctl is-active --quiet vllm-cluster.service; then
+if unit_running vllm-cluster.service; then
   cg=$(systemctl show -p ControlGroup --value vllm-cluster.service 2>/dev/null || true)
   [ -z "$cg" ] || retired_cgroups+=("$cg "vllm-cluster.service)
   for name in $(systemctl cat vllm-cluster.service 2>/dev/null | grep -oE -- '--name[= ]+[A-Za-z0-9_.-]+' \
@@ -110,7 +114,7 @@ if systemctl is-active --quiet vllm-cluster.service; then
     [ -z "$cg" ] || retired_cgroups+=("$cg "vllm-cluster.service)
   done
 fi
-if systemctl is-active --quiet vllm-proxy.service; then
+if unit_running vllm-proxy.service; then
   cg=$(systemctl show -p ControlGroup --value vllm-proxy.service 2>/dev/null || true)
   [ -z "$cg" ] || retired_cgroups+=("$cg "vllm-proxy.service)
   for name in $(systemctl cat vllm-proxy.service 2>/dev/null | grep -oE -- '--name[= ]+[A-Za-z0-9_.-]+' \
@@ -121,7 +125,7 @@ if systemctl is-active --quiet vllm-proxy.service; then
     [ -z "$cg" ] || retired_cgroups+=("$cg "vllm-proxy.service)
   done
 fi
-if systemctl is-active --quiet vllm-reranker.service; then
+if unit_running vllm-reranker.service; then
   cg=$(systemctl show -p ControlGroup --value vllm-reranker.service 2>/dev/null || true)
   [ -z "$cg" ] || retired_cgroups+=("$cg "vllm-reranker.service)
   for name in $(systemctl cat vllm-reranker.service 2>/dev/null | grep -oE -- '--name[= ]+[A-Za-z0-9_.-]+' \

@@ -79,21 +79,25 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+unit_state() {
+  local sha=absent path="/etc/systemd/system/$1"
+  [ -f "$path" ] && sha=$(sha256sum < "$path" | cut -d' ' -f1)
+  printf 'unit\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
+    "$(systemctl is-active "$1" 2>/dev/null)" "$(systemctl is-enabled "$1" 2>/dev/null)" "$sha"
+}
 record=/var/lib/blackwell-serving/retired/vllm-reranker.service.state
 install -d -m 0755 "$(dirname "$record")"
 if [ ! -e "$record" ]; then
-  load=$(systemctl show -p LoadState --value vllm-reranker.service)
-  if [ "$load" = "not-found" ]; then
+  state=$(unit_state vllm-reranker.service)
+  if [ "$(cut -f3 <<<"$state")" = "not-found" ]; then
     log "not installed on this node; nothing to stop"
     printf 'active=absent\nenabled=absent\n' > "$record.tmp"
   else
-    active=$(systemctl is-active vllm-reranker.service || true)
-    enabled=$(systemctl is-enabled vllm-reranker.service 2>/dev/null || true)
-    printf 'active=%s\nenabled=%s\n' "$active" "$enabled" > "$record.tmp"
+    printf 'active=%s\nenabled=%s\n' "$(cut -f4 <<<"$state")" "$(cut -f5 <<<"$state")" > "$record.tmp"
   fi
   mv -f "$record.tmp" "$record"
 fi
-if [ "$(systemctl show -p LoadState --value vllm-reranker.service)" != "not-found" ]; then
+if [ "$(unit_state vllm-reranker.service | cut -f3)" != "not-found" ]; then
   systemctl disable --now vllm-reranker.service >/dev/null 2>&1
   log "stopped and disabled (was: $(tr '\n' ' ' < "$record"))"
 fi

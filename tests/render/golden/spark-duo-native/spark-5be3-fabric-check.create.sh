@@ -88,11 +88,22 @@ sysfs=/sys
 dev=enp1s0f1np1
 address=192.168.200.13
 fail() { log "$* on node spark-5be3; nothing was stopped"; exit 1; }
-[ -d "$sysfs/class/net/$dev" ] || fail "fabric netdev $dev does not exist"
-state=$(cat "$sysfs/class/net/$dev/operstate")
-flags=$(ip -o link show dev "$dev")
-case "$flags" in *"state DOWN"*|*",UP"*"NO-CARRIER"*) fail "fabric netdev $dev is down ($state)";; esac
-case "$flags" in *"<"*UP*">"*) ;; *) fail "fabric netdev $dev is administratively down";; esac
+fabric_link() {
+  local sys="${sysfs:-/sys}/class/net/$1" state=up addrs
+  if [ ! -d "$sys" ]; then printf 'link\t%s\tabsent\t\t\t\n' "$1"; return; fi
+  if [ $(( $(cat "$sys/flags") & 1 )) -ne 1 ]; then state=admin-down
+  elif [ "$(cat "$sys/carrier" 2>/dev/null)" != 1 ]; then state=no-carrier
+  fi
+  addrs=$(ip -o addr show dev "$1" 2>/dev/null | awk '{split($4, a, "/"); printf "%s%s", sep, a[1]; sep=","}') || true
+  printf 'link\t%s\t%s\t%s\t%s\t%s\n' "$1" "$state" "$(cat "$sys/operstate")" "$(cat "$sys/mtu")" "$addrs"
+}
+link=$(fabric_link "$dev")
+case "$(cut -f3 <<<"$link")" in
+  up) ;;
+  absent) fail "fabric netdev $dev does not exist" ;;
+  admin-down) fail "fabric netdev $dev is administratively down" ;;
+  *) fail "fabric netdev $dev is down (no carrier; $(cut -f4 <<<"$link"))" ;;
+esac
 if ! ip -o -4 addr show dev "$dev" | grep -qF " $address/"; then
   # The ranks and Ray would bind $dev (GLOO/NCCL_SOCKET_IFNAME) and talk over another network.
   holder=$(ip -o -4 addr show | awk -v a="$address/" 'index($4, a) == 1 { print $2; exit }')

@@ -115,7 +115,10 @@ push_layers() {
   drop_layer_refs "$2"
   return "$rc"
 }
-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-spark:3179620c3637)
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
+id=$(image_id blackwell-serving/sglang-spark:3179620c3637)
 if push_layers blackwell-serving/sglang-spark:3179620c3637 bws/sglang-spark "$id"; then
   log "the layers of $id are in the registry"
 else

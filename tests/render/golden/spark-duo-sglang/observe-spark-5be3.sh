@@ -1,18 +1,21 @@
 #!/usr/bin/env bash
 # Read-only probe of what this stack manages on the node; it changes nothing. One tab-separated
-# line per fact (parsed by components/observe/facts.py). Every external call is bounded.
+# line per fact, each printed by the fact's own shell (templates/scripts/facts/, parsed by
+# components/facts). Every external call is bounded.
 set -u
 export LC_ALL=C
-unit() {
+unit_state() {
   local sha=absent path="/etc/systemd/system/$1"
   [ -f "$path" ] && sha=$(sha256sum < "$path" | cut -d' ' -f1)
   printf 'unit\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
     "$(systemctl is-active "$1" 2>/dev/null)" "$(systemctl is-enabled "$1" 2>/dev/null)" "$sha"
 }
-
-image() {
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
+image_state() {
   local id
-  id=$(timeout 20 docker image inspect -f '{{.Id}}' "$1" 2>/dev/null) || id=""
+  id=$(image_id "$1") || id=""
   printf 'image\t%s\t%s\n' "$1" "${id:-absent}"
 }
 cache_stat() {
@@ -23,27 +26,28 @@ cache_intact() {
   [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
     && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
 }
-dir() {
+model_cache() {
   local sha=absent
   cache_intact "$1" && sha=$(sha256sum < "$1/.blackwell-manifest.sha256" | cut -d' ' -f1)
   printf 'dir\t%s\t%s\n' "$1" "$sha"
 }
-link() {
-  local sys="/sys/class/net/$1"
-  if [ ! -d "$sys" ]; then printf 'link\t%s\tabsent\t0\t\t\n' "$1"; return; fi
-  local admin=0 addrs
-  [ $(( $(cat "$sys/flags") & 1 )) -eq 1 ] && admin=1
-  addrs=$(ip -o addr show dev "$1" 2>/dev/null | awk '{split($4, a, "/"); printf "%s%s", sep, a[1]; sep=","}')
-  printf 'link\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(cat "$sys/operstate")" "$admin" "$(cat "$sys/mtu")" "$addrs"
+fabric_link() {
+  local sys="${sysfs:-/sys}/class/net/$1" state=up addrs
+  if [ ! -d "$sys" ]; then printf 'link\t%s\tabsent\t\t\t\n' "$1"; return; fi
+  if [ $(( $(cat "$sys/flags") & 1 )) -ne 1 ]; then state=admin-down
+  elif [ "$(cat "$sys/carrier" 2>/dev/null)" != 1 ]; then state=no-carrier
+  fi
+  addrs=$(ip -o addr show dev "$1" 2>/dev/null | awk '{split($4, a, "/"); printf "%s%s", sep, a[1]; sep=","}') || true
+  printf 'link\t%s\t%s\t%s\t%s\t%s\n' "$1" "$state" "$(cat "$sys/operstate")" "$(cat "$sys/mtu")" "$addrs"
 }
-rdma() {
+rdma_port() {
   printf 'rdma\t%s\t%s\n' "$1" "$(cat "/sys/class/infiniband/${1%/*}/ports/${1#*/}/state" 2>/dev/null || echo absent)"
 }
-unit bws-qwen35-sglang.service
-unit vllm-embeddings.service
-image blackwell-serving/sglang-spark:3179620c3637
-dir /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
-link enp1s0f1np1
-rdma rocep1s0f1/1
-rdma roceP2p1s0f1/1
+unit_state bws-qwen35-sglang.service
+unit_state vllm-embeddings.service
+image_state blackwell-serving/sglang-spark:3179620c3637
+model_cache /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
+fabric_link enp1s0f1np1
+rdma_port rocep1s0f1/1
+rdma_port roceP2p1s0f1/1
 exit 0

@@ -101,16 +101,19 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
 log "pulling base image"
 if ! docker pull scitrera/dgx-spark-sglang:0.5.10rc0 2>&1 | progress; then
-  docker image inspect scitrera/dgx-spark-sglang:0.5.10rc0 >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+  image_id scitrera/dgx-spark-sglang:0.5.10rc0 >/dev/null || { log "cannot pull the base image"; exit 1; }
   log "registry unreachable; using the base image already here"
 fi
-base_id=$(docker image inspect --format '{{.Id}}' scitrera/dgx-spark-sglang:0.5.10rc0)
+base_id=$(image_id scitrera/dgx-spark-sglang:0.5.10rc0)
 if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/sglang-spark:3179620c3637 2>/dev/null) \
    && [ "$built_on" = "$base_id" ]; then
   log "already built on this base"
-  echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-spark:3179620c3637)"
+  echo "image-id=$(image_id blackwell-serving/sglang-spark:3179620c3637)"
   exit 0
 fi
 ctx=$(mktemp -d)
@@ -124,11 +127,11 @@ RUN python3 -m pip install --no-cache-dir --upgrade 'transformers>=5.0' \
 LABEL org.blackwell-serving.base=scitrera/dgx-spark-sglang:0.5.10rc0
 BWS_DOCKERFILE_EOF
 log "building on base $base_id"
-previous=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-spark:3179620c3637 2>/dev/null || true)
+previous=$(image_id blackwell-serving/sglang-spark:3179620c3637 || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
   -t blackwell-serving/sglang-spark:3179620c3637-staging "$ctx" 2>&1 | progress
 docker tag blackwell-serving/sglang-spark:3179620c3637-staging blackwell-serving/sglang-spark:3179620c3637
 docker rmi blackwell-serving/sglang-spark:3179620c3637-staging >/dev/null
 # The image this tag named before (an older base): gone unless something still uses it.
 [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
-echo "image-id=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-spark:3179620c3637)"
+echo "image-id=$(image_id blackwell-serving/sglang-spark:3179620c3637)"

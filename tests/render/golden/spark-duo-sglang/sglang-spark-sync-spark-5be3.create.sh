@@ -120,8 +120,11 @@ peer_ssh=(ssh -F /dev/null -i /root/.ssh/id_ed25519 -o IdentitiesOnly=yes -o Bat
           -o GlobalKnownHostsFile=/dev/null -o ConnectTimeout=10 -o ServerAliveInterval=15
           -o ServerAliveCountMax=4 -o Compression=no -o LogLevel=ERROR)
 peer() { "${peer_ssh[@]}" root@192.168.200.13 "$@"; }
-want=$(docker image inspect --format '{{.Id}}' blackwell-serving/sglang-spark:3179620c3637)
-have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/sglang-spark:3179620c3637 2>/dev/null || true)
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
+want=$(image_id blackwell-serving/sglang-spark:3179620c3637)
+have=$(peer "$(declare -f image_id); image_id" blackwell-serving/sglang-spark:3179620c3637 2>/dev/null || true)
 had=$have
 staging_root=/var/lib/blackwell-serving/image-staging
 stage="$staging_root/${want#sha256:}"
@@ -708,7 +711,7 @@ else
   fi
   sent=$size
 fi
-have=$(peer docker image inspect --format ''"'"'{{.Id}}'"'"'' blackwell-serving/sglang-spark:3179620c3637)
+have=$(peer "$(declare -f image_id); image_id" blackwell-serving/sglang-spark:3179620c3637)
 if [ "$have" != "$want" ]; then
   log "peer has $have after the copy, expected $want"
   exit 1

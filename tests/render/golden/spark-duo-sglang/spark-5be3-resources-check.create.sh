@@ -55,6 +55,7 @@ bws_exit() {
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
     docker) package=docker.io ;;
+    systemctl) package=systemd ;;
     awk) package=mawk ;;
     ps|free) package=procps ;;
     lspci) package=pciutils ;;
@@ -83,6 +84,10 @@ bws_exit() {
     printf '  fix:    install %s on %s (it is not on PATH there); then run pulumi up again\n' "$missing" \
       "${BWS_NODE:-the node}"
   fi
+}
+unit_running() {
+  case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
+  return 1
 }
 proc=/proc
 cgroot=/sys/fs/cgroup

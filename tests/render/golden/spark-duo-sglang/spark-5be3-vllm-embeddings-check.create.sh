@@ -78,8 +78,18 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-if ! systemctl is-active --quiet vllm-embeddings.service; then
-  log "expected to be running, found '$(systemctl is-active vllm-embeddings.service || true)'; start it, or remove it from keep:"
+unit_state() {
+  local sha=absent path="/etc/systemd/system/$1"
+  [ -f "$path" ] && sha=$(sha256sum < "$path" | cut -d' ' -f1)
+  printf 'unit\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
+    "$(systemctl is-active "$1" 2>/dev/null)" "$(systemctl is-enabled "$1" 2>/dev/null)" "$sha"
+}
+unit_running() {
+  case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
+  return 1
+}
+if ! unit_running vllm-embeddings.service; then
+  log "expected to be running, found '$(unit_state vllm-embeddings.service | cut -f4)'; start it, or remove it from keep:"
   exit 1
 fi
 log "running (pid $(systemctl show -p MainPID --value vllm-embeddings.service)); not touched"

@@ -101,12 +101,15 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
 url=http://127.0.0.1:5055/v2/
 answers() { curl -fsS --noproxy '*' --max-time 5 -o /dev/null "$url" 2>/dev/null; }
 if [ "$(docker container inspect --format '{{ index .Config.Labels "org.blackwell-serving.config" }} {{ .State.Running }}' bws-layer-registry 2>/dev/null || true)" = '1800892a897c true' ]; then
   log "already running"
 else
-  docker image inspect registry:2.8.3 >/dev/null 2>&1 || docker pull registry:2.8.3 2>&1 | progress
+  image_id registry:2.8.3 >/dev/null || docker pull registry:2.8.3 2>&1 | progress
   docker rm -f bws-layer-registry >/dev/null 2>&1 || true
   mkdir -p /var/lib/blackwell-serving/layer-registry
   docker run -d --name bws-layer-registry --restart unless-stopped \

@@ -100,10 +100,13 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+image_id() {
+  timeout 20 docker image inspect --format '{{.Id}}' "$1" 2>/dev/null
+}
 log "pulling base image"
 if ! docker pull hellohal2064/vllm-qwen3.5-gb10:latest 2>&1 | progress; then
-  docker image inspect hellohal2064/vllm-qwen3.5-gb10:latest >/dev/null 2>&1 || { log "cannot pull the base image"; exit 1; }
+  image_id hellohal2064/vllm-qwen3.5-gb10:latest >/dev/null || { log "cannot pull the base image"; exit 1; }
   log "registry unreachable; using the base image already here"
 fi
-base_id=$(docker image inspect --format '{{.Id}}' hellohal2064/vllm-qwen3.5-gb10:latest)
+base_id=$(image_id hellohal2064/vllm-qwen3.5-gb10:latest)
 echo "image-id=$base_id"
