@@ -89,7 +89,9 @@ def test_fabric_link_down_on_node2_stops_up_before_any_unit(lab_clean, tmp_path)
         up = stack.run("up", "--yes", "--skip-preview")
         out = up.stdout + up.stderr
         assert up.returncode != 0, out[-4000:]
-        assert "fabric netdev eth1 is down" in out and "on node lab-2; nothing was stopped" in out, out[-4000:]
+        # `ip link set … down`: administratively down (the fabric link fact's verdict, components/facts/fabric_link.py).
+        assert "fabric netdev eth1 is administratively down" in out and "on node lab-2; nothing was stopped" in out, \
+            out[-4000:]
         assert_untouched(before)
     finally:
         sh(NODE2, f"ip link set {lab.ENV['LAB_FABRIC_IFACE']} up")
