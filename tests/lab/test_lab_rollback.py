@@ -49,12 +49,18 @@ def lab_clean():
     assert nodes_as_found()["our_units"] == {NODE1.name: "0", NODE2.name: "0"}, "the lab has units of ours left"
 
 
-def test_an_engine_that_cannot_start_gives_glm_back_in_the_same_up(lab_clean, tmp_path):
-    def rejected_flag(c):
-        one_node(c)
-        c["blackwell-serving:deployments"][0]["extra_args"].append("--no-such-flag")
+MISSING_TEMPLATE = "/nonexistent/bws-rollback-test.jinja"
 
-    stack = Stack(tmp_path, "lab-rollback", rejected_flag)
+
+def test_an_engine_that_cannot_start_gives_glm_back_in_the_same_up(lab_clean, tmp_path):
+    def fails_at_start(c):
+        # A flag the engine's parser takes (an unknown one now stops `up` at the engine probe, before
+        # anything is stopped: test_lab_preflight.py) whose value fails only when the API server
+        # starts: a chat template that is not there.
+        one_node(c)
+        c["blackwell-serving:deployments"][0]["extra_args"] += ["--chat-template", MISSING_TEMPLATE]
+
+    stack = Stack(tmp_path, "lab-rollback", fails_at_start)
     before = nodes_as_found()
     assert before["glm"] == ("active", "enabled")
     try:
@@ -62,7 +68,7 @@ def test_an_engine_that_cannot_start_gives_glm_back_in_the_same_up(lab_clean, tm
         out = up.stdout + up.stderr
         assert up.returncode != 0, out[-4000:]
         assert "The run was rolled back" in out, out[-6000:]
-        assert "Last lines of our units' journal on lab-1" in out and "--no-such-flag" in out, out[-6000:]
+        assert "Last lines of our units' journal on lab-1" in out and MISSING_TEMPLATE in out, out[-6000:]
         assert "Start glm.service again on lab-1 (restore)" in out, out[-6000:]
         # As found: glm serves again, the embeddings server was never touched, nothing of ours runs.
         assert nodes_as_found() == before
