@@ -296,13 +296,14 @@ def test_unreachable_node_is_pending_in_the_list_and_up_changes_nothing(converge
     assert todo_list() == []
 
 
-def engine_answers() -> bool:
-    """A real chat completion from the engine, asked on lab-1 (the key from its root-only file)."""
-    run = subprocess.run(NODE1.ssh_argv(
-        "key=$(sed -n 's/^VLLM_API_KEY=//p' /etc/blackwell-serving/tiny.env); "
+def engine_answers(node=NODE1, deployment: str = "tiny", model: str = "tiny-llama", port: int = 8000) -> bool:
+    """A real chat completion from a deployment's engine, asked on its head (the key from its
+    root-only file); by default tiny's, on lab-1."""
+    run = subprocess.run(node.ssh_argv(
+        f"key=$(sed -n 's/^VLLM_API_KEY=//p' /etc/blackwell-serving/{deployment}.env); "
         "curl -fsS --max-time 20 -H \"Authorization: Bearer $key\" -H 'Content-Type: application/json' "
-        "--data '{\"model\": \"tiny-llama\", \"max_tokens\": 4, \"messages\": [{\"role\": \"user\", \"content\": \"Hi\"}]}' "
-        "http://127.0.0.1:8000/v1/chat/completions"), capture_output=True, text=True, timeout=60)
+        f"--data '{{\"model\": \"{model}\", \"max_tokens\": 4, \"messages\": [{{\"role\": \"user\", \"content\": \"Hi\"}}]}}' "
+        f"http://127.0.0.1:{port}/v1/chat/completions"), capture_output=True, text=True, timeout=60)
     return run.returncode == 0 and '"choices"' in run.stdout
 
 
@@ -371,6 +372,9 @@ def test_restarted_nodes_serve_again_with_glm_still_retired(converged):
     assert unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "ActiveState") == "active"
     wait_until(lambda: unit_prop(NODE2, "bws-tiny.service", "ActiveState") == "active", 120,
                "lab-2's rank")
+    # tiny-b comes back on its own clock (its Ray head first, then its engine on lab-2).
+    wait_until(lambda: engine_answers(NODE2, "tiny-b", "tiny-llama-b", 8002), ENGINE_START_S + 120,
+               "tiny-b serving again after the nodes restarted")
     assert todo_list() == []
 
 
