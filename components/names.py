@@ -31,7 +31,6 @@ RAY_DASHBOARD_PORT = 8265
 # What `ray start` binds on every node of a cluster, head and workers: the Ray agent's HTTP port
 # (ray's DEFAULT_DASHBOARD_AGENT_LISTEN_PORT, bound with or without the dashboard).
 RAY_AGENT_PORT = 52365
-RAY_ROLES = ("head", "worker")
 
 GATEWAY_UNIT = f"{PREFIX}gateway.service"
 GATEWAY_CONTAINER = f"{PREFIX}gateway"

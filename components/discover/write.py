@@ -10,7 +10,6 @@ import yaml
 from ..config.load import PROJECT
 from .nodes import Discovered, Item
 
-KEYS = ("nodes", "fabric", "retire", "keep")
 INDENT = "  "
 
 PLACEHOLDERS = """\
