@@ -10,7 +10,7 @@ import pulumi
 
 from . import types
 from .node import Node
-from .facts import UnitRunning
+from .facts import EnvFileWritten, UnitRunning
 from .remote import run, started, tagged_line
 from .render import digest, render
 from .steps import StepInfo
@@ -74,7 +74,8 @@ def env_step(name: str, node: Node, unit_name: str, env_file: str, env_text: pul
     values = dict(unit_name=unit_name, env_file=env_file)
     return run(f"{name}-env", node, parent=parent, step=info, depends_on=depends_on,
                create=render("scripts/install-env.sh.j2", **values),
-               delete=render("scripts/remove-env.sh.j2", **values), stdin=env_text)
+               delete=render("scripts/remove-env.sh.j2", **values), stdin=env_text,
+               expect=EnvFileWritten(node.name, env_file))
 
 
 def generation_of(env: "pulumi.Resource") -> pulumi.Output[str]:

@@ -3,9 +3,10 @@ under templates/scripts/facts/), its parser and the expectations stated in it. T
 (components/observe: one probe per node), the preflight and the waits all include that shell,
 so they cannot disagree on what a fact means."""
 
-from . import endpoint, fabric_link, image_id, model_cache, ray_members, rdma_port, unit_state, venv_current
+from . import endpoint, env_file, fabric_link, image_id, model_cache, ray_members, rdma_port, unit_state, venv_current
 from .base import ABSENT, Expectation, Fact, Facts, WatchItem, sha256_text
 from .endpoint import EndpointAnswers
+from .env_file import EnvFileWritten
 from .fabric_link import FabricUp, LinkFacts
 from .image_id import ImageCopied, ImagePresent
 from .model_cache import CacheComplete, CacheCopied
@@ -15,8 +16,8 @@ from .venv_current import VenvCurrent
 
 # Every fact, in the order the probe prints them.
 ALL: tuple[Fact, ...] = (unit_state.FACT, image_id.FACT, model_cache.FACT, fabric_link.FACT, rdma_port.FACT,
-                         endpoint.FACT, ray_members.FACT, venv_current.FACT)
+                         endpoint.FACT, ray_members.FACT, venv_current.FACT, env_file.FACT)
 
-__all__ = ["ABSENT", "ALL", "CacheComplete", "CacheCopied", "EndpointAnswers", "Expectation", "FabricUp", "Fact",
+__all__ = ["ABSENT", "ALL", "CacheComplete", "CacheCopied", "EndpointAnswers", "EnvFileWritten", "Expectation", "FabricUp", "Fact",
            "Facts", "ImageCopied", "ImagePresent", "LinkFacts", "RayMembers", "UnitFacts", "UnitKept",
            "UnitRetired", "UnitRunning", "VenvCurrent", "WatchItem", "sha256_text"]

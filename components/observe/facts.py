@@ -23,6 +23,7 @@ class Watch:
     urls: set[str] = field(default_factory=set)          # HTTP endpoints, asked from the node itself
     ray: set[str] = field(default_factory=set)           # Ray head containers
     venvs: set[str] = field(default_factory=set)         # ROOT/IMAGE directories of venv engines
+    env_files: set[str] = field(default_factory=set)     # our units' secret EnvironmentFiles
 
     def empty(self) -> bool:
         return not any(vars(self).values())
@@ -38,6 +39,7 @@ class NodeFacts:
     urls: dict[str, str] = field(default_factory=dict)         # url → HTTP status ("000": no answer)
     ray: dict[str, int] = field(default_factory=dict)          # container → alive nodes (0: none/unknown)
     venvs: dict[str, str] = field(default_factory=dict)        # ROOT/IMAGE → the built venv `current` names, or "absent"
+    env_files: dict[str, str] = field(default_factory=dict)    # path → its generation token, or "absent"
     unreachable: str | None = None                             # why the probe could not run
 
 

@@ -43,6 +43,11 @@ fabric_link() {
 endpoint() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
+env_file() {
+  local token=absent
+  if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
+  printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
+}
 unit_state bws-gateway.service
 unit_state bws-tiny-b-ray-worker.service
 unit_state bws-tiny-watchdog.timer
@@ -54,4 +59,6 @@ model_cache /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 fabric_link eth1
 endpoint http://127.0.0.1:4000/health/liveliness
 endpoint http://127.0.0.1:8000/health
+env_file /etc/blackwell-serving/gateway.env
+env_file /etc/blackwell-serving/tiny.env
 exit 0

@@ -49,6 +49,11 @@ ray_members() {
   case "$alive" in ''|*[!0-9]*) alive=0 ;; esac
   printf 'ray\t%s\t%s\n' "$1" "$alive"
 }
+env_file() {
+  local token=absent
+  if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
+  printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
+}
 unit_state bws-tiny-b-ray-head.service
 unit_state bws-tiny-b-watchdog.timer
 unit_state bws-tiny-b.service
@@ -60,4 +65,6 @@ model_cache /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 fabric_link eth1
 endpoint http://127.0.0.1:8002/health
 ray_members bws-tiny-b-ray-head
+env_file /etc/blackwell-serving/tiny-b.env
+env_file /etc/blackwell-serving/tiny.env
 exit 0

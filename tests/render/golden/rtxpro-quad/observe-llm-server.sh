@@ -32,10 +32,16 @@ venv_current() {
   if [ -z "$cur" ] || [ ! -f "$1/$cur/.bws-built" ]; then cur=absent; fi
   printf 'venv\t%s\t%s\n' "$1" "$cur"
 }
+env_file() {
+  local token=absent
+  if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
+  printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
+}
 unit_state bws-qwen35-397b-watchdog.timer
 unit_state bws-qwen35-397b.service
 unit_state sglang-kimi.service
 model_cache /var/lib/blackwell-serving/models/nvidia--Qwen3.5-397B-A17B-NVFP4--0000000000000000000000000000000000000000
 endpoint http://127.0.0.1:30000/health
 venv_current /opt/blackwell-serving/venvs/sglang-main
+env_file /etc/blackwell-serving/qwen35-397b.env
 exit 0

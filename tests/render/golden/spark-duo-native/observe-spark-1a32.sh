@@ -46,6 +46,11 @@ rdma_port() {
 endpoint() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
+env_file() {
+  local token=absent
+  if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
+  printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
+}
 unit_state bws-gateway.service
 unit_state bws-qwen35-watchdog.timer
 unit_state bws-qwen35.service
@@ -61,4 +66,6 @@ rdma_port roceP2p1s0f1/1
 endpoint http://127.0.0.1:4000/health/liveliness
 endpoint http://127.0.0.1:5055/v2/
 endpoint http://127.0.0.1:8000/health
+env_file /etc/blackwell-serving/gateway.env
+env_file /etc/blackwell-serving/qwen35.env
 exit 0

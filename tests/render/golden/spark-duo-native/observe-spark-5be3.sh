@@ -43,6 +43,11 @@ fabric_link() {
 rdma_port() {
   printf 'rdma\t%s\t%s\n' "$1" "$(cat "/sys/class/infiniband/${1%/*}/ports/${1#*/}/state" 2>/dev/null || echo absent)"
 }
+env_file() {
+  local token=absent
+  if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
+  printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
+}
 unit_state bws-qwen35-rank1-watch.timer
 unit_state bws-qwen35.service
 unit_state vllm-embeddings.service
@@ -51,4 +56,5 @@ model_cache /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--00000
 fabric_link enp1s0f1np1
 rdma_port rocep1s0f1/1
 rdma_port roceP2p1s0f1/1
+env_file /etc/blackwell-serving/qwen35.env
 exit 0

@@ -46,6 +46,11 @@ rdma_port() {
 endpoint() {
   printf 'url\t%s\t%s\n' "$1" "$(curl -s -o /dev/null -m 3 -w '%{http_code}' "$1" 2>/dev/null || true)"
 }
+env_file() {
+  local token=absent
+  if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
+  printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
+}
 unit_state bws-qwen35-sglang-watchdog.timer
 unit_state bws-qwen35-sglang.service
 unit_state vllm-cluster.service
@@ -58,4 +63,5 @@ rdma_port rocep1s0f1/1
 rdma_port roceP2p1s0f1/1
 endpoint http://127.0.0.1:30000/health
 endpoint http://127.0.0.1:5055/v2/
+env_file /etc/blackwell-serving/qwen35-sglang.env
 exit 0

@@ -52,6 +52,11 @@ ray_members() {
   case "$alive" in ''|*[!0-9]*) alive=0 ;; esac
   printf 'ray\t%s\t%s\n' "$1" "$alive"
 }
+env_file() {
+  local token=absent
+  if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
+  printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
+}
 unit_state bws-gateway.service
 unit_state bws-qwen35-ray-head.service
 unit_state bws-qwen35-watchdog.timer
@@ -69,4 +74,6 @@ endpoint http://127.0.0.1:4000/health/liveliness
 endpoint http://127.0.0.1:5055/v2/
 endpoint http://127.0.0.1:8000/health
 ray_members bws-qwen35-ray-head
+env_file /etc/blackwell-serving/gateway.env
+env_file /etc/blackwell-serving/qwen35.env
 exit 0
