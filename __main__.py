@@ -5,14 +5,14 @@ import sys
 
 import pulumi
 
-from components import reaper
+from components.operator import reaper
 from components.config import ConfigError, load_from_pulumi
 from components.config.sanity import sanity_warnings
-from components.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
-from components.metrics import file_sd, write_file_sd
+from components.steps.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
+from components.operator.metrics import file_sd, write_file_sd
 from components.preflight.stack_fit import PreflightError, check_stack_fit
-from components.observe import ObserveError
-from components.stack import ServingStack
+from components.facts.observer import ObserveError
+from components.resources.stack import ServingStack
 
 # If the CLI is killed mid-run, its language host and providers are ended with it.
 reaper.start()
@@ -48,9 +48,9 @@ for name, deployment in stack.deployments.items():
     pulumi.export(f"{name}_sample_completion", deployment.sample)
 for name, bus_gbps in stack.bus_gbps.items():
     pulumi.export(f"{name}_fabric_bus_gbps", bus_gbps)
-if stack.gateway is not None:  # one endpoint for every model (components/gateway.py)
+if stack.gateway is not None:  # one endpoint for every model (components/resources/gateway.py)
     pulumi.export("gateway", {"endpoint": stack.gateway.endpoint, "models": stack.gateway.models})
-# Per deployment with a benchmark: decode_tok_s, ttft_ms, aggregate_tok_s, concurrency (components/benchmark.py).
+# Per deployment with a benchmark: decode_tok_s, ttft_ms, aggregate_tok_s, concurrency (components/resources/benchmark.py).
 pulumi.export("benchmark", {n: d.figures for n, d in stack.deployments.items() if d.figures is not None})
 # The engines' /metrics as Prometheus file_sd target groups, also written on this machine by `up`.
 pulumi.export("metrics", file_sd(pulumi.get_stack(), spec))

@@ -20,7 +20,7 @@ node as a step runs them; bytes are what every node sent on its fabric interface
 (c) first copy of a generated model of >= 2 GiB to lab-3, with a raw ssh stream of the same
     bytes for reference;
 (d) (a) and (c) to three peers (lab-2, lab-3, lab-4): old = three copies from the source at once
-    (what the graph did), new = the relay (components/relay.py, 2 rounds). Images to lab-2 are
+    (what the graph did), new = the relay (components/resources/relay.py, 2 rounds). Images to lab-2 are
     skipped when it runs the lab stack's engine (it then holds the image: the copy is a no-op
     for both), so (d)'s image uses a flattened copy of the engine image no peer holds.
 Writes bench/results/dist-<time>.json and prints a table. Everything it puts on nodes is removed.
@@ -39,8 +39,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from components.config.schema import DEFAULT_COPY_STREAMS  # noqa: E402
-from components.relay import relay_plan  # noqa: E402
-from components.render import render  # noqa: E402
+from components.resources.relay import relay_plan  # noqa: E402
+from components.steps.render import render  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
 from tests.lab.dist import (fill_layer_registry_script, layer_registry_scripts, old_sync_image_script,  # noqa: E402
                             peer_values, put_script, run_script, ssh, sync_image_script, tx_bytes)

@@ -1,8 +1,13 @@
 """blackwell-serving: Pulumi components that deploy LLM serving stacks on NVIDIA Blackwell nodes.
 
-One module per concept: config/ (the stack schema), node, services (retired / kept units),
-image (build and sync), model (cache), unit (systemd), fabric (network env), cluster (Ray),
-deployment (engine + health gate), stack (the wiring), render (templates), remote (commands),
-engines/ (one module per engine behind one interface), runtimes/ (docker, venv),
-preflight/ (checks that stop a plan before it changes anything).
+The package by layer, each importing only from the layers before it (tests/unit/test_layers.py):
+- config/      the stack schema, its loading and its cross-key checks;
+- names        every generated unit, container and path name;
+- steps/       how a rendered script (render) becomes a step on a node (remote), what a step is
+               (info), type tokens, secrets, the failure block and the rollback of a failed `up`;
+- facts/       one module per node fact, and the program's one probe per node (observation, observer);
+- engines/     one module per engine behind one interface; runtimes/: docker or a venv;
+- preflight/   the checks that stop a plan before it changes anything;
+- resources/   the Pulumi components a stack is made of, and ServingStack (stack) that wires them.
+Apart: operator/ (what runs on the operator's machine around a run), discover/ and todo/ (CLIs).
 """

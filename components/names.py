@@ -20,7 +20,7 @@ UNIT_RECORDS_DIR = f"{STATE_DIR}/units"        # each unit's recorded inputs (in
 # only, gone with a reboot.
 WATCHDOG_RUN_DIR = "/run/blackwell-serving/watchdog"
 
-# A venv engine's directory (components/venv.py): marked built last, so a half-built one has no mark.
+# A venv engine's directory (components/resources/venv.py): marked built last, so a half-built one has no mark.
 VENV_BUILT_MARK = f".{PREFIX}built"
 VENV_KEPT_LIST = f".{PREFIX}kept.txt"
 VENV_RECIPE = f".{PREFIX}recipe.json"
@@ -37,7 +37,7 @@ GATEWAY_CONTAINER = f"{PREFIX}gateway"
 GATEWAY_CONFIG_DIR = f"{ETC_DIR}/gateway"
 GATEWAY_ENV_FILE = f"{ETC_DIR}/gateway.env"
 
-# The layer registry on a build node (components/layer_registry.py).
+# The layer registry on a build node (components/resources/layer_registry.py).
 LAYER_REGISTRY_CONTAINER = f"{PREFIX}layer-registry"
 
 # Operator side: temporary directories, and the name a step's script runs under ($0).

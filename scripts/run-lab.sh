@@ -55,8 +55,8 @@ echo "== pulumi preview --stack lab (the todo list)"
 pulumi preview --stack lab --non-interactive --diff=false
 echo "== pulumi up --stack lab"
 # A failed step shows one block (what failed, on which node, its exit status, its log's last
-# lines, the fix); the filter leaves out the quoted command lines around it (components/failure.py).
-if ! pulumi up --stack lab --non-interactive --yes --skip-preview 2>&1 | python -m components.failure --filter; then
+# lines, the fix); the filter leaves out the quoted command lines around it (components/steps/failure.py).
+if ! pulumi up --stack lab --non-interactive --yes --skip-preview 2>&1 | python -m components.steps.failure --filter; then
   echo "[main] pulumi up failed: the FAILED block above says what failed, where, and the fix; then run this again" >&2
   exit 1
 fi

@@ -5,7 +5,7 @@ crosscheck.py, plain-text secrets plaintext.py, gateway.py, sanity.py), the whol
 (namespace.py), stack files read as the engine reads them (stackfile.py), and the one validation
 both paths end in (load.py)."""
 
-from .load import ConfigError, load_from_pulumi, load_stack_file, parse, validate
-from .schema import StackSpec
+from components.config.load import ConfigError, load_from_pulumi, load_stack_file, parse, validate
+from components.config.schema import StackSpec
 
 __all__ = ["ConfigError", "StackSpec", "load_from_pulumi", "load_stack_file", "parse", "validate"]

@@ -7,14 +7,14 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .crosscheck import cross_problems, node_fabric_problems
-from .gateway import gateway_problems
-from .plaintext import plaintext_problems
-from .references import reference_problems
-from .sanity import sanity_problems
+from components.config.crosscheck import cross_problems, node_fabric_problems
+from components.config.gateway import gateway_problems
+from components.config.plaintext import plaintext_problems
+from components.config.references import reference_problems
+from components.config.sanity import sanity_problems
 
 if TYPE_CHECKING:
-    from .schema import StackSpec
+    from components.config.schema import StackSpec
 
 
 def cross_key_problems(spec: StackSpec) -> list[str]:

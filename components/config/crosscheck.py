@@ -15,12 +15,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ..engines import ENGINES
-from .. import names
-from ..names import RAY_AGENT_PORT, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
+from components.engines import ENGINES
+from components import names
+from components.names import RAY_AGENT_PORT, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
 
 if TYPE_CHECKING:
-    from .schema import DeploymentSpec, StackSpec
+    from components.config.schema import DeploymentSpec, StackSpec
 
 # Ports below this are the system's (sshd on 22, ...): an engine never takes one.
 FIRST_USER_PORT = 1024
@@ -37,7 +37,7 @@ def engine_unit_nodes(d: "DeploymentSpec") -> list[str]:
 
 
 def rank_watch_ranks(d: "DeploymentSpec") -> list[int]:
-    """The ranks whose node runs a rank watch (components/watchdog.py RankWatch): every rank but
+    """The ranks whose node runs a rank watch (components/resources/watchdog.py RankWatch): every rank but
     the head, for an engine that asks for them (vLLM's native launch), when the deployment is watched."""
     return list(range(1, len(d.nodes))) if ENGINES[d.engine].watches_ranks(d) and d.watchdog.enabled else []
 
@@ -113,9 +113,9 @@ def port_problems(spec: "StackSpec") -> list[str]:
             claim(n, d.port, f"{p}.port", f"the API port of deployment '{d.name}'")
         if d.topology == "native":
             claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the {engine.dist_port_what} of deployment '{d.name}'")
-    if spec.gateway is not None:  # components/gateway.py
+    if spec.gateway is not None:  # components/resources/gateway.py
         claim(spec.gateway.node, spec.gateway.port, "gateway.port", "the gateway's port")
-    for n in spec.layer_registry_nodes():  # components/layer_registry.py (on loopback: still the node's port)
+    for n in spec.layer_registry_nodes():  # components/resources/layer_registry.py (on loopback: still the node's port)
         claim(n, spec.fabric.layer_registry.port, "fabric.layer_registry.port", "the layer registry's port")
 
     # Each clash with a port that is free on its node, once every claim is known.
@@ -181,10 +181,10 @@ def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
     """(node, kind, name, key path, what) for every unit and container the stack creates."""
     out = []
     # The gateway's first: a deployment named 'gateway' is the one to rename.
-    if spec.gateway is not None:  # components/gateway.py
+    if spec.gateway is not None:  # components/resources/gateway.py
         out.append((spec.gateway.node, "unit", names.GATEWAY_UNIT, "gateway", "the gateway's unit"))
         out.append((spec.gateway.node, "container", names.GATEWAY_CONTAINER, "gateway", "the gateway's container"))
-    for n in spec.layer_registry_nodes():  # components/layer_registry.py
+    for n in spec.layer_registry_nodes():  # components/resources/layer_registry.py
         out.append((n, "container", names.LAYER_REGISTRY_CONTAINER, "fabric.layer_registry",
                     "the layer registry's container"))
     check = spec.fabric.bandwidth_check if spec.fabric is not None else None

@@ -1,5 +1,5 @@
 """The gateway's config, the top-level `gateway:` mapping: one OpenAI-compatible endpoint on a node
-of the stack (components/gateway.py) that routes by model name to every deployment of the stack
+of the stack (components/resources/gateway.py) that routes by model name to every deployment of the stack
 (its served_name, at its head's address and port, with its own API key) and to declared external
 OpenAI-compatible servers (`upstreams:`). One API key at the gateway.
 
@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from ..names import GATEWAY_UNIT
-from .fields import HealthSpec, Name, SecretRef, Strict, documented
+from components.names import GATEWAY_UNIT
+from components.config.fields import HealthSpec, Name, SecretRef, Strict, documented
 
 if TYPE_CHECKING:
-    from .schema import StackSpec
+    from components.config.schema import StackSpec
 
-# The exact pin the image's pip layer must carry (components/gateway.py runs LiteLLM's proxy).
+# The exact pin the image's pip layer must carry (components/resources/gateway.py runs LiteLLM's proxy).
 LITELLM_PIN = re.compile(r"^litellm(\[[A-Za-z0-9_.,-]+\])?==[A-Za-z0-9.+!_-]+$")
 LITELLM_ANY = re.compile(r"^litellm(\[[^\]]*\])?([=<>~!]|$)")
 # The version this project was checked with (pip resolves `litellm[proxy]` at it from PyPI; newer

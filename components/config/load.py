@@ -15,12 +15,12 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
-from .checks import cross_key_problems
-from .namespace import PROJECT, decode_engine_config, did_you_mean, engine_view, split_config
-from .plaintext import config_ref_problems, secret_refs
-from .schema import StackSpec
-from .stackfile import StackFileProblem, read_stack_file
-from .venv import pin_problems, pinned_config_keys
+from components.config.checks import cross_key_problems
+from components.config.namespace import PROJECT, decode_engine_config, did_you_mean, engine_view, split_config
+from components.config.plaintext import config_ref_problems, secret_refs
+from components.config.schema import StackSpec
+from components.config.stackfile import StackFileProblem, read_stack_file
+from components.config.venv import pin_problems, pinned_config_keys
 
 __all__ = ["PROJECT", "ConfigError", "load_from_pulumi", "load_stack_file", "parse", "validate",
            "values_from_stack_file"]
@@ -148,10 +148,6 @@ def _problem_lines(loc: tuple, text: str, *, own_keys: bool) -> list[str]:
         else:
             lines.append(f"  {_key_path(loc)}: {part}")
     return lines
-
-
-def format_errors(stack_file: str, exc: ValidationError) -> str:
-    return "\n".join([HEADER.format(file=stack_file), *error_lines(exc)])
 
 
 def _error(stack_file: str, lines: list[str]) -> ConfigError:

@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
-from .fields import SecretRef
-from .namespace import PROJECT
+from components.config.fields import SecretRef
+from components.config.namespace import PROJECT
 
 if TYPE_CHECKING:
-    from .schema import StackSpec
+    from components.config.schema import StackSpec
 # A name is a secret's when one of its words (split at - and _) is one of these, or it has the
 # words API KEY in a row: HF_TOKEN, OPENAI_API_KEY, --api-key, DB_PASSWORD; not MAX_TOKENS or
 # TOKENIZERS_PARALLELISM.

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .venv import deployment_problems as venv_deployment_problems
+from components.config.venv import deployment_problems as venv_deployment_problems
 
 if TYPE_CHECKING:
-    from .schema import StackSpec
+    from components.config.schema import StackSpec
 
 
 def _unique(items, what: str, problems: list[str]) -> set[str]:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
-    from .schema import DeploymentSpec, StackSpec
+    from components.config.schema import DeploymentSpec, StackSpec
 
 # Directories that are a machine's own: a path of ours is never one of these, nor inside the
 # ones marked True (the system's files).

@@ -2,7 +2,7 @@
 
 Every field's description is the reference for stack files. Names that end up in unit names,
 container names, paths or shell scripts are restricted to safe alphabets here; every other
-string is quoted by the templates (see components/render.py), so metacharacters can never
+string is quoted by the templates (see components/steps/render.py), so metacharacters can never
 reach a shell unquoted.
 """
 
@@ -17,12 +17,26 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from ..engines import ENGINES, Launch
-from .fields import (EnvName, HealthSpec, HostName, ImageRef, LocalPath, Name, NetDev, NodePath, OneLine,
-                     SecretRef, Strict, UnitName, documented, plain_path)
-from ..names import PREFIX, engine_container, engine_unit
-from .gateway import GatewaySpec
-from .venv import VenvSpec, image_problems
+from components.engines import ENGINES, Launch
+from components.config.fields import (
+    EnvName,
+    HealthSpec,
+    HostName,
+    ImageRef,
+    LocalPath,
+    Name,
+    NetDev,
+    NodePath,
+    OneLine,
+    SecretRef,
+    Strict,
+    UnitName,
+    documented,
+    plain_path,
+)
+from components.names import PREFIX, engine_container, engine_unit
+from components.config.gateway import GatewaySpec
+from components.config.venv import VenvSpec, image_problems
 
 HOST_KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}$")
 GIT_SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -308,7 +322,7 @@ class WatchdogSpec(Strict):
 
 
 class BenchmarkSpec(Strict):
-    """A throughput measurement on the head after the health gate (components/benchmark.py): the
+    """A throughput measurement on the head after the health gate (components/resources/benchmark.py): the
     real endpoint on loopback, a fixed prompt set, streamed; run again when the engine changes."""
 
     enabled: bool = Field(True, description="measure after the health gate (false: no benchmark step)")

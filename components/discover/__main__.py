@@ -16,17 +16,17 @@ import tempfile
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from .. import names
-from ..config import ConfigError, load_stack_file
-from ..config.load import values_from_stack_file
-from ..config.stackfile import parse_yaml
-from . import hostkeys
-from .fabric import choose
-from .facts import DiscoveryError
-from .merge import compose, merge_values, unified_diff
-from .nodes import Discovered, assemble, node_name
-from .probe import Target, probe
-from .write import new_stack_file
+from components import names
+from components.config import ConfigError, load_stack_file
+from components.config.load import values_from_stack_file
+from components.config.stackfile import parse_yaml
+from components.discover import hostkeys
+from components.discover.fabric import choose
+from components.discover.facts import DiscoveryError
+from components.discover.merge import compose, merge_values, unified_diff
+from components.discover.nodes import Discovered, assemble, node_name
+from components.discover.probe import Target, probe
+from components.discover.write import new_stack_file
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:

@@ -9,8 +9,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from ..config.schema import protected_unit
-from .facts import MachineFacts, Service
+from components.config.schema import protected_unit
+from components.discover.facts import MachineFacts, Service
 
 # Programs (a word's file name, an image's name or a Python module) that serve models.
 ENGINE_PROGRAMS = re.compile(r"^(vllm|sglang|llama-server|llama\.cpp|llama_cpp|ollama|text-generation)")

@@ -9,7 +9,7 @@ import ipaddress
 from collections import Counter
 from dataclasses import dataclass
 
-from .facts import DiscoveryError, MachineFacts, roce_v2_gid_index
+from components.discover.facts import DiscoveryError, MachineFacts, roce_v2_gid_index
 
 # Interfaces a container runtime or a hypervisor makes: never a fabric.
 VIRTUAL_PREFIXES = ("lo", "docker", "veth", "br-", "virbr", "cni", "flannel", "cali", "vxlan", "tailscale", "wg")

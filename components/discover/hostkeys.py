@@ -9,7 +9,7 @@ import hashlib
 import subprocess
 from collections.abc import Callable
 
-from .facts import DiscoveryError
+from components.discover.facts import DiscoveryError
 
 # The key types the stacks pin, the preferred first (the schema: ed25519, ECDSA, RSA).
 KEY_TYPES = ("ssh-ed25519", "ecdsa-sha2-nistp256", "ecdsa-sha2-nistp384", "ecdsa-sha2-nistp521", "ssh-rsa")

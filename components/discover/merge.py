@@ -10,8 +10,8 @@ import difflib
 import re
 from dataclasses import dataclass
 
-from .nodes import Discovered, Item
-from .write import INDENT, blocks
+from components.discover.nodes import Discovered, Item
+from components.discover.write import INDENT, blocks
 
 # The fabric keys discovery decides; a key of these it did not write is removed (e.g. hcas on
 # a fabric that turned out to have no RDMA device).

@@ -9,9 +9,9 @@ import math
 import re
 from dataclasses import dataclass, field
 
-from .engines import EngineService, engine_services
-from .fabric import Fabric
-from .facts import ARCHES, DiscoveryError, MachineFacts
+from components.discover.engines import EngineService, engine_services
+from components.discover.fabric import Fabric
+from components.discover.facts import ARCHES, DiscoveryError, MachineFacts
 
 GPU_KINDS = (("GB10", "gb10"), ("RTX PRO 6000", "rtx-pro-6000"))
 

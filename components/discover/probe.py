@@ -1,15 +1,15 @@
 """One read-only run of the discovery script on a machine, over SSH with its trusted host key
-pinned (components/ssh.py: key auth only, no user ssh config, the key held by an agent of ours)."""
+pinned (components/steps/ssh.py: key auth only, no user ssh config, the key held by an agent of ours)."""
 
 from __future__ import annotations
 
 import shlex
 from dataclasses import dataclass
 
-from .. import names
-from ..render import TEMPLATES
-from ..ssh import Connection, RemoteError, run_line
-from .facts import DiscoveryError, MachineFacts, parse
+from components import names
+from components.steps.render import TEMPLATES
+from components.steps.ssh import Connection, RemoteError, run_line
+from components.discover.facts import DiscoveryError, MachineFacts, parse
 
 SCRIPT = TEMPLATES / "scripts" / "discover.sh"
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import yaml
 
-from ..config.load import PROJECT
-from .nodes import Discovered, Item
+from components.config.load import PROJECT
+from components.discover.nodes import Discovered, Item
 
 INDENT = "  "
 

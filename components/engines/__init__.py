@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import Engine, Launch
-from .sglang import SGLang
-from .vllm import VLLM
+from components.engines.base import Engine, Launch
+from components.engines.sglang import SGLang
+from components.engines.vllm import VLLM
 
 if TYPE_CHECKING:
-    from ..config.schema import DeploymentSpec
+    from components.config.schema import DeploymentSpec
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM(), SGLang())}
 

@@ -14,7 +14,7 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 if TYPE_CHECKING:  # the schema imports the registry: the engines take its models as plain values
-    from ..config.schema import DeploymentSpec
+    from components.config.schema import DeploymentSpec
 
 # single: one node; ray: over a Ray cluster; native: the engine's own multi-node launch.
 Launch = Literal["single", "ray", "native"]
@@ -52,7 +52,7 @@ class Engine(ABC):
         return "on-failure"
 
     def watches_ranks(self, d: DeploymentSpec) -> bool:
-        """Whether each rank past the head needs a rank watch (components/watchdog.py RankWatch)."""
+        """Whether each rank past the head needs a rank watch (components/resources/watchdog.py RankWatch)."""
         return False
 
     def layout_problem(self, d: DeploymentSpec) -> str | None:

@@ -3,7 +3,7 @@ where every rank serves the API."""
 
 from __future__ import annotations
 
-from .base import Engine
+from components.engines.base import Engine
 
 
 class SGLang(Engine):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from .base import Engine
+from components.engines.base import Engine
 
 
 class VLLM(Engine):

@@ -10,7 +10,7 @@ from typing import Any, Callable, Iterable, Mapping, Protocol
 
 ABSENT = "absent"
 
-# node → its NodeFacts (components/observe/facts.py, which builds on these modules: named, not imported)
+# node → its NodeFacts (components/facts/observation.py, which builds on these modules: named, not imported)
 Facts = Mapping[str, Any]
 WatchItem = tuple[str, str, str]        # (node, Watch attribute, key)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Fact, value
+from components.facts.base import Fact, value
 
 
 

@@ -1,4 +1,4 @@
-"""Whether a unit's secret EnvironmentFile (components/unit.py's `<unit>-env` step) is on its node,
+"""Whether a unit's secret EnvironmentFile (components/resources/unit.py's `<unit>-env` step) is on its node,
 read by templates/scripts/facts/env_file.sh.j2. Told by the generation token kept beside it
 (templates/scripts/install-env.sh.j2), never by its content: the file holds secrets, and nothing
 of them, not even a digest, leaves the node."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact, value_or_absent
+from components.facts.base import ABSENT, Fact, value_or_absent
 
 FACT = Fact("envfile", "env_files", "scripts/facts/env_file.sh.j2", "env_file", value_or_absent,
             ('"$1.generation"',))

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact
-from .rdma_port import port_active
+from components.facts.base import ABSENT, Fact
+from components.facts.rdma_port import port_active
 
 UP = "up"
 

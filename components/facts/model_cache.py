@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact, copy_drift, value_or_absent
+from components.facts.base import ABSENT, Fact, copy_drift, value_or_absent
 
 
 

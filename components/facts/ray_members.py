@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import Fact
+from components.facts.base import Fact
 
 
 def parse(f: list[str]) -> int:

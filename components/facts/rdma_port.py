@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .base import Fact, value
+from components.facts.base import Fact, value
 
 
 def rdma_port(hca: str) -> str:

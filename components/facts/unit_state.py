@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact, sha256_text
+from components.facts.base import ABSENT, Fact, sha256_text
 
 # unit_running's `case` lists the same states (tests/unit/test_facts_once.py).
 RUNNING = ("active", "activating", "reloading")

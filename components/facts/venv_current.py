@@ -1,11 +1,11 @@
-"""Which built venv a venv engine's `current` names (components/venv.py), read by
+"""Which built venv a venv engine's `current` names (components/resources/venv.py), read by
 templates/scripts/facts/venv_current.sh.j2."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from .base import ABSENT, Fact, value_or_absent
+from components.facts.base import ABSENT, Fact, value_or_absent
 
 
 
@@ -15,7 +15,7 @@ FACT = Fact("venv", "venvs", "scripts/facts/venv_current.sh.j2", "venv_current",
 
 @dataclass(frozen=True)
 class VenvCurrent:
-    """A venv engine (components/venv.py): `current` names the built venv of this recipe."""
+    """A venv engine (components/resources/venv.py): `current` names the built venv of this recipe."""
     node: str
     root: str
     digest: str

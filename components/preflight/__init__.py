@@ -6,9 +6,9 @@ runs it on a stack config, ``model_source`` finds the model's config).
 ``bandwidth``: the optional all-reduce across a multi-node deployment's nodes.
 """
 
-from .bandwidth import FabricBandwidth
-from .probes import EngineProbe, FabricCheck
-from .fit import (
+from components.preflight.bandwidth import FabricBandwidth
+from components.preflight.probes import EngineProbe, FabricCheck
+from components.preflight.fit import (
     DEFAULT_MEMORY_FRACTION,
     DEFAULT_OVERHEAD_BYTES_PER_GPU,
     GB10_USABLE_BYTES_PER_GPU,
@@ -21,7 +21,7 @@ from .fit import (
     NodeSpec,
     check_fit,
 )
-from .model_facts import (
+from components.preflight.model_facts import (
     GB,
     GiB,
     KV_DTYPE_BYTES,

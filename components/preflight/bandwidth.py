@@ -12,15 +12,16 @@ from typing import Sequence
 
 import pulumi
 
-from .. import names, types
-from ..config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
-from ..containers import docker_args
-from ..fabric import fabric_environment, node_fabric
-from ..image import peer_values
-from ..node import Node
-from ..remote import run, tagged_line
-from ..render import TEMPLATES, render
-from ..steps import StepInfo
+from components import names
+from components.steps import types
+from components.config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
+from components.resources.containers import docker_args
+from components.resources.fabric import fabric_environment, node_fabric
+from components.resources.image import peer_values
+from components.resources.node import Node
+from components.steps.remote import run, tagged_line
+from components.steps.render import TEMPLATES, render
+from components.steps.info import StepInfo
 
 ALLREDUCE = (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
 

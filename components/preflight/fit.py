@@ -26,7 +26,7 @@ from typing import Sequence
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from .model_facts import GB, GiB, ModelFacts, kv_dtype_bytes
+from components.preflight.model_facts import GB, GiB, ModelFacts, kv_dtype_bytes
 
 #: DGX Spark (GB10): 128 GB LPDDR5X unified between the Grace CPU and the GPU.  The
 #: device reports ~121.7 GiB; the OS, page cache and every CPU process share it, so we

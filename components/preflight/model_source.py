@@ -7,8 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..config.schema import ModelSpec
-from .model_facts import safetensors_dir_bytes, weight_bytes_from_index
+from components.config.schema import ModelSpec
+from components.preflight.model_facts import safetensors_dir_bytes, weight_bytes_from_index
 
 CATALOG = Path(__file__).resolve().parent / "catalog"
 
@@ -46,7 +46,7 @@ def hub_token(spec: ModelSpec) -> str | None:
     gated repo falls back to the catalog like an unreachable hub."""
     if spec.hf_token is None:
         return None
-    from ..secrets import plain_value
+    from components.steps.secrets import plain_value
     try:
         return plain_value(spec.hf_token, f"models.{spec.name}.hf_token") or None
     except Exception:  # a secret not set on this machine: the read goes without it
@@ -98,8 +98,6 @@ def config_and_weight_bytes(spec: ModelSpec, offline: bool) -> tuple[tuple[dict,
             return from_hub(spec), f"hub {spec.repo}@{spec.revision[:12]}"
         except Exception as exc:  # the hub is optional: fall back to the catalog below
             hub_error = f"hub: {exc.__class__.__name__}"
-        else:  # pragma: no cover
-            hub_error = ""
     else:
         hub_error = "offline" if offline else f"source kind {spec.source.kind}"
     entry = catalog_entry(spec.repo)

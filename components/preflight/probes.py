@@ -8,17 +8,17 @@ from typing import Sequence
 
 import pulumi
 
-from .. import types
-from ..config.schema import FabricSpec
-from ..engines import Engine
-from ..fabric import node_fabric
-from ..image import peer_values
-from ..node import Node
-from ..facts import FabricUp
-from ..facts.rdma_port import rdma_port
-from ..remote import run
-from ..render import python_program, render
-from ..steps import StepInfo
+from components.steps import types
+from components.config.schema import FabricSpec
+from components.engines import Engine
+from components.resources.fabric import node_fabric
+from components.resources.image import peer_values
+from components.resources.node import Node
+from components.facts import FabricUp
+from components.facts.rdma_port import rdma_port
+from components.steps.remote import run
+from components.steps.render import python_program, render
+from components.steps.info import StepInfo
 
 
 class EngineProbe(pulumi.ComponentResource):

@@ -29,15 +29,15 @@ from typing import Sequence
 
 import pulumi
 
-from .. import types
-from ..config.schema import StackSpec
-from ..node import Node
-from ..remote import run
-from ..render import render
-from ..runtimes import RUNTIMES
-from ..steps import StepInfo
-from .model_facts import GB
-from ..config.sanity import UNIFIED_MEMORY_KINDS, node_claims
+from components.steps import types
+from components.config.schema import StackSpec
+from components.resources.node import Node
+from components.steps.remote import run
+from components.steps.render import render
+from components.runtimes import RUNTIMES
+from components.steps.info import StepInfo
+from components.preflight.model_facts import GB
+from components.config.sanity import UNIFIED_MEMORY_KINDS, node_claims
 
 # What nvidia-smi calls each kind (a substring of its name column).
 GPU_NAMES = {"gb10": "GB10", "rtx-pro-6000": "RTX PRO 6000"}

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from .base import RankStart, Runtime
-from .docker import DockerRuntime
-from .venv import VenvRuntime
+from components.runtimes.base import RankStart, Runtime
+from components.runtimes.docker import DockerRuntime
+from components.runtimes.venv import VenvRuntime
 
 if TYPE_CHECKING:
-    from ..config.schema import StackSpec
+    from components.config.schema import StackSpec
 
 RUNTIMES: dict[str, type[Runtime]] = {"docker": DockerRuntime, "venv": VenvRuntime}
 

@@ -12,9 +12,9 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import pulumi
 
 if TYPE_CHECKING:
-    from ..config.schema import DeploymentSpec, FabricSpec, ImageSpec, StackSpec
-    from ..layer_registry import LayerRegistry
-    from ..node import Node
+    from components.config.schema import DeploymentSpec, FabricSpec, ImageSpec, StackSpec
+    from components.resources.layer_registry import LayerRegistry
+    from components.resources.node import Node
 
 
 @dataclass(frozen=True)

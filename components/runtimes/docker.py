@@ -1,12 +1,12 @@
 """The docker runtime: the derived engine image built on its build node and copied to its peers
-(components/image.py); every rank in a container of it under systemd."""
+(components/resources/image.py); every rank in a container of it under systemd."""
 
 from __future__ import annotations
 
-from ..containers import docker_args
-from ..image import ContainerImage, ImageSync
-from ..unit import container_unit_text
-from .base import Runtime
+from components.resources.containers import docker_args
+from components.resources.image import ContainerImage, ImageSync
+from components.resources.unit import container_unit_text
+from components.runtimes.base import Runtime
 
 SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
 # The engine's command, run with the NAME=value lines of the secrets file in its environment

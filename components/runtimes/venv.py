@@ -1,11 +1,11 @@
 """The venv runtime: the engine installed into a Python venv on each node of the entry
-(components/venv.py VenvEngine); every rank a plain process of that venv under systemd, its
+(components/resources/venv.py VenvEngine); every rank a plain process of that venv under systemd, its
 secrets from the root-only EnvironmentFile."""
 
 from __future__ import annotations
 
-from ..venv import VenvEngine, venv_unit_text
-from .base import Runtime
+from components.resources.venv import VenvEngine, venv_unit_text
+from components.runtimes.base import Runtime
 
 
 class VenvRuntime(Runtime):

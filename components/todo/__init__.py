@@ -2,7 +2,7 @@
 same list followed live during `up`.
 
 plan.py    engine data (step events, the saved plan file) → ordered todo items
-describe.py  one step → the sentence, phase and priority its component declared (components/steps.py)
+describe.py  one step → the sentence, phase and priority its component declared (components/steps/info.py)
 views.py   items → text, Markdown, JSON (the seeds' shape), Mermaid, Graphviz dot
 live.py    engine events of an `up` → status transitions and progress lines
 engine.py  the Automation API: preview with a saved plan, up, events as plain dicts

@@ -16,13 +16,13 @@ from pathlib import Path
 from components.config import ConfigError, load_stack_file
 from components.config.load import PROJECT
 
-from .. import failure
-from . import engine
-from .interrupted import clear_stale_locks, lock_files, pending_operations, resume_interrupted
-from .live import LiveTodo
-from .status import benchmark_lines, stack_outputs, status
-from .plan import build_items, declared_steps, state_records, step_metadata, urn_name
-from .views import FORMATS, render
+from components.steps import failure
+from components.todo import engine
+from components.todo.interrupted import clear_stale_locks, lock_files, pending_operations, resume_interrupted
+from components.todo.live import LiveTodo
+from components.todo.status import benchmark_lines, stack_outputs, status
+from components.todo.plan import build_items, declared_steps, state_records, step_metadata, urn_name
+from components.todo.views import FORMATS, render
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -54,7 +54,7 @@ def load_spec(work_dir: Path, stack: str):
 
 class ErrorCollector:
     """Keeps the engine's error diagnostics, which say why a preview or an up failed better than
-    the CLI's exit text does: a failed step's error as its block (components/failure.py), or its
+    the CLI's exit text does: a failed step's error as its block (components/steps/failure.py), or its
     first line (no quoted command line) and the last lines of its output; any other error whole
     (a rollback's report, which quotes the failed step's block: that block is then shown there
     alone)."""

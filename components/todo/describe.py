@@ -1,5 +1,5 @@
 """One pending step → what an operator reads: the sentence, phase, node and priority that its
-component declared when it created the step (components/steps.py), for what the step does now
+component declared when it created the step (components/steps/info.py), for what the step does now
 (create, update, replace or delete). Nothing is guessed from names, types or script text.
 
 Priority rule (declared by each component; one line, on purpose): **normal** for checks of kept
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from components.steps import PHASES, StepInfo
+from components.steps.info import PHASES, StepInfo
 
 __all__ = ["PHASES", "Description", "describe"]
 

@@ -8,7 +8,7 @@ process cannot be checked from here), is left alone and reported with the comman
 it.
 
 Pending operations need nothing by hand. Every resource of the program is a step (a command of
-pulumi-command, components/remote.py) whose script converges, and a step's lock on its node makes
+pulumi-command, components/steps/remote.py) whose script converges, and a step's lock on its node makes
 it wait for a script the killed run left running there: the next `up` runs such a step again from
 its start (a create the state does not hold is created again; an update or a delete whose resource
 it still holds is redone) and it converges. Pulumi's engine does not know that: on every `up`
@@ -30,9 +30,9 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlparse
 
-from components.steps import index
+from components.steps.info import index
 
-from .plan import state_records
+from components.todo.plan import state_records
 
 
 def _alive(pid: int) -> bool:

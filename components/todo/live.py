@@ -15,11 +15,11 @@ import time
 from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
-from .. import failure
-from ..rollback import parse_progress
-from ..steps import StepInfo
-from .plan import Item, item_for, merge_steps, is_work, urn_name
-from .views import MARK
+from components.steps import failure
+from components.steps.rollback import parse_progress
+from components.steps.info import StepInfo
+from components.todo.plan import Item, item_for, merge_steps, is_work, urn_name
+from components.todo.views import MARK
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|<\{%[^%]*%\}>")
 _SKIP_OPS = {"same", "read", "refresh"}
@@ -124,7 +124,7 @@ class LiveTodo:
         return out
 
     def _rollback(self, state: str, node: str, sentence: str) -> list[str]:
-        """An undo of a failed run's rollback (components/rollback.py): an item of its own."""
+        """An undo of a failed run's rollback (components/steps/rollback.py): an item of its own."""
         key = f"rollback:{node}:{sentence}"
         lines: list[str] = []
         if key not in self.by_urn:

@@ -5,7 +5,7 @@ Input, as plain JSON dicts (the engine's wire format, so recorded data and live 
   (parent, custom, inputs), diffs;
 - optionally the saved plan file (`pulumi preview --save-plan`): each resource's goal with its
   `parent` and `dependencies`, which gives the graph;
-- what each step is (components/steps.py), by URN: the Node components' outputs in the
+- what each step is (components/steps/info.py), by URN: the Node components' outputs in the
   preview's events, and for steps being deleted, those the last `up` left in the state.
 
 One item per pending custom resource (remote.Command, local.Command, …); `same` steps, component
@@ -23,13 +23,11 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from components.config.schema import StackSpec
-from components.remote import drift_reason
-from components.steps import STEPS_OUTPUT, StepInfo, index
+from components.steps.remote import drift_reason
+from components.steps.info import STEPS_OUTPUT, StepInfo, index
 
-from . import unit_diff
-from .describe import PHASES, describe
-
-STATUSES = ("pending", "in_progress", "completed", "failed")
+from components.todo import unit_diff
+from components.todo.describe import PHASES, describe
 
 _REPLACE_OPS = {"replace", "create-replacement", "delete-replaced", "discard-replaced"}
 _SKIP_OPS = {"same", "read", "refresh", "read-discard", "remove-pending-replace"}

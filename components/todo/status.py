@@ -2,7 +2,7 @@
 /v1/models on its head), its last benchmark (the stack output `benchmark` the last `up` left)
 and each node's GPU memory (nvidia-smi where present) and MemAvailable, from ONE read-only SSH
 probe per node (templates/scripts/status.sh.j2, run as the observer runs its probe:
-components/ssh.py run_script, host key pinned, nodes in parallel, bounded). An offline stack
+components/steps/ssh.py run_script, host key pinned, nodes in parallel, bounded). An offline stack
 (`offline`, or BLACKWELL_SERVING_OFFLINE=1) opens no connection and says so."""
 
 from __future__ import annotations
@@ -16,8 +16,8 @@ from typing import Callable, Mapping
 from components.config.schema import StackSpec
 from components import names
 from components.engines import ENGINES
-from components.render import render
-from components.ssh import Connection, RemoteError, run_script
+from components.steps.render import render
+from components.steps.ssh import Connection, RemoteError, run_script
 
 PROBE_TIMEOUT_S = 60
 Probe = Callable[[str, Connection, str], str]   # (node, connection, script) → stdout
@@ -169,7 +169,7 @@ def stack_outputs(stack: str, work_dir: Path) -> tuple[dict, Callable[[str], str
     Automation API; no preview runs, no node is contacted."""
     from components.config.load import PROJECT
 
-    from . import engine
+    from components.todo import engine
     st = engine.select(stack, work_dir)
     outputs = {k: v.value for k, v in st.outputs().items()}
 

@@ -3,7 +3,7 @@ of its install step (a preview's step metadata): the engine's flags (`--max-mode
 65536`), its Environment= values (`env VLLM_X: a → b`), and which of its other lines changed
 (`unit ExecStartPre changed`).
 
-The install step's stdin is plain (its secrets are its env step's, components/unit.py), so both
+The install step's stdin is plain (its secrets are its env step's, components/resources/unit.py), so both
 versions of the unit's text are there, inside the script's here-document. Nothing here reads a
 secret: a secret input reaches this module as the engine's mask, never as text, and the unit's
 text never holds one. A display aid only: whatever it cannot read gives no change, and the
@@ -15,7 +15,7 @@ import difflib
 import re
 import shlex
 
-# The here-document of templates/scripts/install-unit.sh.j2 (components/unit.py UNIT_DELIMITER).
+# The here-document of templates/scripts/install-unit.sh.j2 (components/resources/unit.py UNIT_DELIMITER).
 _UNIT = re.compile(r"<<'BWS_UNIT_EOF'\n(.*?)BWS_UNIT_EOF", re.S)
 # How many changes an item names before "… n more".
 MAX_SHOWN = 4

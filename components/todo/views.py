@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from typing import Callable, Sequence
 
-from .plan import Item
+from components.todo.plan import Item
 
 MARK = {"pending": "[ ]", "in_progress": "[~]", "completed": "[x]", "failed": "[!]"}
 

@@ -77,14 +77,14 @@ def preview_json(project: Path, stack: str, env: dict | None = None) -> dict:
 
 
 # What a failed run's output never shows: a Python traceback, the program's RPCs failing after
-# the engine stopped it, a step's script (components/failure.py).
+# the engine stopped it, a step's script (components/steps/failure.py).
 NOT_IN_A_FAILURE = ("Traceback", "KeyboardInterrupt", "Resource monitor", "#!/usr/bin/env bash")
 
 
 def one_failure_block(output: str, sentence: str, *parts: str, noise: tuple[str, ...] = ()) -> str:
-    """The one failure block of a run's whole output (components/failure.py), which names the
+    """The one failure block of a run's whole output (components/steps/failure.py), which names the
     step by `sentence` and holds every part; nothing of NOT_IN_A_FAILURE or `noise` anywhere."""
-    from components import failure
+    from components.steps import failure
 
     found = failure.blocks(output)
     assert len(found) == 1 and output.count(f"{failure.MARKER}{sentence}") == 1, output[-6000:]

@@ -25,10 +25,10 @@ SENTENCE = "Upload model tiny from this machine to lab-1"
 PROGRAM = """
 import pulumi
 from components.config.schema import NodeSpec
-from components.failure import quiet_when_the_engine_stops
-from components.node import Node
-from components.remote import upload
-from components.steps import StepInfo
+from components.steps.failure import quiet_when_the_engine_stops
+from components.resources.node import Node
+from components.steps.remote import upload
+from components.steps.info import StepInfo
 
 quiet_when_the_engine_stops()
 spec = NodeSpec.model_validate({

@@ -1,6 +1,6 @@
 """A `pulumi up` killed with SIGKILL mid-step, on the real engine: the language host, the
 provider and the step's own process (a local command, so the test needs no node) are gone
-within seconds, not minutes (components/reaper.py, started by the program); and the operator's
+within seconds, not minutes (components/operator/reaper.py, started by the program); and the operator's
 next run resumes the step, says so in one line, and shows none of Pulumi's advice for resources
 in an unknown state (components/todo/interrupted.py)."""
 
@@ -16,13 +16,13 @@ import time
 
 import pytest
 
-from components import reaper
+from components.operator import reaper
 from tests.engine.conftest import engine_env, pulumi
 
 # The project's program replaced by one slow step; it starts the watcher as __main__.py does.
 PROGRAM = """
 import pulumi_command as command
-from components import reaper
+from components.operator import reaper
 reaper.start()
 command.local.Command("slow", create="sleep 240")
 """
@@ -43,7 +43,7 @@ def test_nothing_of_a_killed_up_outlives_it(project):
             time.sleep(0.5)
         assert "sleep" in names, names
         assert {"pulumi-language", "pulumi-resource"} <= names, names  # comm: 15 characters
-        watchers = [p for p in below if b"components.reaper" in open(f"/proc/{p}/cmdline", "rb").read()]
+        watchers = [p for p in below if b"components.operator.reaper" in open(f"/proc/{p}/cmdline", "rb").read()]
         assert len(watchers) == 1
         left = {p: s for p, s in below.items() if p not in watchers}
         cli.send_signal(signal.SIGKILL)
@@ -59,7 +59,7 @@ def test_nothing_of_a_killed_up_outlives_it(project):
 # One step that a first run starts and is killed in (it waits), and that a second run finishes.
 RESUMED_PROGRAM = """
 import pulumi_command as command
-from components import reaper
+from components.operator import reaper
 reaper.start()
 command.local.Command("slow-step", create="if [ -e {started} ]; then echo done; else touch {started}; sleep 240; fi")
 """

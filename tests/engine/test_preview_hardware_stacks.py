@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from components.remote import read_script
+from components.steps.remote import read_script
 from tests.engine.conftest import copy_project, preview_json, pulumi
 
 OFFLINE = {"BLACKWELL_SERVING_OFFLINE": "1"}

@@ -1,6 +1,6 @@
 """Image and model copies between lab nodes as ImageSync and ModelCache run them, and the layer
-registry's steps (components/layer_registry.py): the real templates rendered for a source and a
-peer, run on the source node over SSH (stdin empty, as components/remote.py runs them), with the
+registry's steps (components/resources/layer_registry.py): the real templates rendered for a source and a
+peer, run on the source node over SSH (stdin empty, as components/steps/remote.py runs them), with the
 bytes the source sent on its fabric interface.
 Shared by tests/lab/test_lab_image_layers.py and bench/dist_bench.py."""
 
@@ -13,9 +13,9 @@ import uuid
 from dataclasses import dataclass
 
 from components.config.schema import DEFAULT_PEER_KEY, LayerRegistry
-from components.image import staging_dir
-from components.layer_registry import fill_script, registry_repo, registry_scripts
-from components.render import render
+from components.resources.image import staging_dir
+from components.resources.layer_registry import fill_script, registry_repo, registry_scripts
+from components.steps.render import render
 from tests.lab import topology as lab
 
 STATE_DIR = "/var/lib/blackwell-serving"

@@ -43,7 +43,7 @@ def converge_lab_stack() -> None:
 
 
 def project_with_a_module_moved(tmp_path):
-    """A copy of the program in which components/services.py has moved to another module (the
+    """A copy of the program in which components/resources/services.py has moved to another module (the
     kind of refactoring an operator's next release brings), on the same backend and stack: the
     state contract says their state must not notice."""
     import shutil

@@ -1,4 +1,4 @@
-"""The gateway on the converged lab, on the real engine (components/gateway.py): one endpoint,
+"""The gateway on the converged lab, on the real engine (components/resources/gateway.py): one endpoint,
 lab-1:4000, in front of two real vLLM engines (tiny-llama on lab-1, tiny-llama-b on lab-2).
 Real requests from this machine to the gateway: both models answer through it, `/v1/models`
 lists both, a request without the key or with a wrong one is refused with 401 and OpenAI's error

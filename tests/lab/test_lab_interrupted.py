@@ -14,8 +14,8 @@ import time
 
 import pytest
 
-from components import reaper
-from components.image import staging_dir
+from components.operator import reaper
+from components.resources.image import staging_dir
 from tests.lab import topology as lab
 from tests.lab.helpers import LAB_MODEL_DIR, REPO, Stack, api_key, completion, destroy_lab_stack, nodes_as_found, require_lab, sh
 
@@ -70,7 +70,7 @@ def test_a_killed_up_is_resumed_by_the_next_run(lab_clean, tmp_path):
             if cli.poll() is None:
                 cli.kill()
                 cli.wait()
-        # Its language host, provider and ssh end with it (components/reaper.py).
+        # Its language host, provider and ssh end with it (components/operator/reaper.py).
         left = reaper.survivors(below, within_s=30)
         assert left == {}, f"outlived the killed up: {left}"
 

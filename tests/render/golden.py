@@ -14,9 +14,9 @@ import sys
 from functools import lru_cache
 from pathlib import Path
 
-from components.image import dockerfile
-from components.observe.facts import probe_script
-from components.render import render
+from components.resources.image import dockerfile
+from components.facts.observation import probe_script
+from components.steps.render import render
 from tests.unit.mocked import STACKS, script_of, snapshot
 
 GOLDEN = Path(__file__).resolve().parent / "golden"

@@ -19,8 +19,8 @@ import pytest
 from components.config.schema import ImageSpec
 from tests.tools import require
 from components.config.venv import GitSource, VenvSpec
-from components.render import render
-from components.venv import build_script, venv_dir, verify_program
+from components.steps.render import render
+from components.resources.venv import build_script, venv_dir, verify_program
 
 # The interpreter the venvs are made from: this one's base (a real path, not a shim or a venv).
 PYTHON = getattr(sys, "_base_executable", sys.executable)

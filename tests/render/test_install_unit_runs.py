@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from components.render import render
-from components.unit import container_unit_text
+from components.steps.render import render
+from components.resources.unit import container_unit_text
 from tests.tools import require
 
 UNIT = "bws-d.service"

@@ -112,7 +112,7 @@ NOT_SHELL_WORDS = {"dockerfile", "unit_text", "request_json", "engine_digest", "
 def test_script_templates_quote_every_interpolated_value():
     import re
 
-    from components.render import TEMPLATES
+    from components.steps.render import TEMPLATES
 
     bad = []
     for path in sorted((TEMPLATES / "scripts").glob("*.j2")):

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from components.watchdog import RUN_DIR
+from components.resources.watchdog import RUN_DIR
 from tests.render.golden import render_stack
 from tests.tools import require
 

@@ -11,7 +11,7 @@ import pulumi
 from components.config import load_stack_file
 
 REPO = Path(__file__).resolve().parents[2]
-# The types of a step (components/remote.py): a script on a node, work on the operator's machine.
+# The types of a step (components/steps/remote.py): a script on a node, work on the operator's machine.
 COMMAND = "command:remote:Command"
 LOCAL_COMMAND = "command:local:Command"
 STEP_TYPES = (COMMAND, LOCAL_COMMAND)
@@ -73,7 +73,7 @@ class Recorder(pulumi.runtime.Mocks):
 
 def build(stack: str, preview: bool = True):
     """(ServingStack, Recorder) for stacks/Pulumi.<stack>.yaml, built under mocks."""
-    from components.stack import ServingStack
+    from components.resources.stack import ServingStack
 
     recorder = Recorder()
     pulumi.runtime.set_mocks(recorder, project="blackwell-serving", stack=stack, preview=preview)
@@ -93,7 +93,7 @@ def plain(value):
 def script_of(r: Registered, which: str = "create") -> str | None:
     """The script a step runs for `which` (create or delete): its command line reads it from
     stdin (components/remote.command_line), on a node or on the operator's machine."""
-    from components.remote import read_script
+    from components.steps.remote import read_script
 
     line = plain(r.inputs.get(which))
     if not line:
@@ -184,8 +184,8 @@ def snapshot(stack: str, spec=None) -> Snapshot:
     import os
 
     from components.config.load import PROJECT
-    from components.stack import ServingStack
-    from components.unit import SystemdUnit
+    from components.resources.stack import ServingStack
+    from components.resources.unit import SystemdUnit
 
     if spec is None:
         spec = load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
@@ -208,7 +208,7 @@ def snapshot(stack: str, spec=None) -> Snapshot:
 
     def probe(node, watch):
         """Stands in for the SSH probe: records what it was asked; finds nothing."""
-        from components.observe.facts import NodeFacts
+        from components.facts.observation import NodeFacts
         watches[node] = watch
         return NodeFacts()
 

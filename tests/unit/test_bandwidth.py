@@ -13,7 +13,7 @@ from pydantic import ValidationError
 
 from components.config.schema import BandwidthCheck
 from components.preflight.bandwidth import time_bound_s
-from components.render import TEMPLATES
+from components.steps.render import TEMPLATES
 from tests.unit.mocked import STACKS, script_of, snapshot, stdin_data
 from tests.unit.test_graph import closure, dep_names, host_of, parent_of, snap
 

@@ -11,9 +11,9 @@ import shlex
 import pytest
 from pydantic import ValidationError
 
-from components.benchmark import parse_figures, program_args
+from components.resources.benchmark import parse_figures, program_args
 from components.config.schema import BenchmarkSpec, DeploymentSpec
-from components.render import TEMPLATES
+from components.steps.render import TEMPLATES
 from tests.paced_engine import GAP_S, TTFT_S, FakeEngine, paced_engine
 from tests.unit.mocked import SENTINEL, script_of, snapshot, stdin_data
 from tests.unit.test_graph import closure, dep_names, snap

@@ -438,7 +438,7 @@ def test_free_text_reaches_the_engine_exactly(tmp_path):
 
 
 def test_shlex_sees_one_word_for_quoted_values():
-    from components.render import shell_quote
+    from components.steps.render import shell_quote
 
     for payload in PAYLOADS:
         assert shlex.split(shell_quote(payload)) == [payload]
@@ -494,7 +494,7 @@ def test_only_a_hub_source_has_an_endpoint(tmp_path):
 def test_a_hub_endpoint_reaches_the_downloader_quoted(python):
     """HF_ENDPOINT on the downloader (a container's -e, or the node's python's environment), and
     the token still only as a file path."""
-    from components.render import render
+    from components.steps.render import render
     script = render("scripts/fetch-model.sh.j2", kind="hub", repo="o/m", revision="a" * 40, image="img:1",
                     python=python, with_token=True, endpoint="https://hf-mirror.example.org/hf",
                     source_path="", model_name="m", final_dir="/c/m", staging_dir="/c/.staging/m")

@@ -9,7 +9,7 @@ import time
 
 import pulumi
 
-from components.remote import DRIFT_VAR, drift_reason, drift_transform
+from components.steps.remote import DRIFT_VAR, drift_reason, drift_transform
 
 
 def args(props: dict) -> pulumi.ResourceTransformArgs:

@@ -1,6 +1,6 @@
 """The flag checker (templates/scripts/engine_flags.py) without an engine: its logic over a stand-in
 argparse parser, its --help fallback, and the one program each runtime sends to the node with it
-(components/render.py python_program). The real vLLM parser runs in the lab
+(components/steps/render.py python_program). The real vLLM parser runs in the lab
 (tests/lab/test_lab_preflight.py)."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from components.engines import ENGINES
-from components.render import TEMPLATES, python_program
+from components.steps.render import TEMPLATES, python_program
 
 
 @pytest.fixture(scope="module")

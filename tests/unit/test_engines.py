@@ -14,7 +14,7 @@ import pytest
 
 from components.config.schema import DeploymentSpec
 from components.engines import ENGINES, Engine
-from components.render import TEMPLATES
+from components.steps.render import TEMPLATES
 from components.runtimes import RUNTIMES
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,7 +66,7 @@ def test_the_runtimes_match_the_schema():
     assert set(typing.get_args(ImageSpec.model_fields["runtime"].annotation)) == set(RUNTIMES)
 
 
-@pytest.mark.parametrize("module", ["components/stack.py", "components/deployment.py"])
+@pytest.mark.parametrize("module", ["components/resources/stack.py", "components/resources/deployment.py"])
 def test_the_wiring_has_no_branch_on_an_engine_or_a_runtime(module):
     text = (ROOT / module).read_text()
     names = "|".join(map(re.escape, [*ENGINES, *RUNTIMES]))

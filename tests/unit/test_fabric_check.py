@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import subprocess
 
-from components.render import render
+from components.steps.render import render
 
 IP_STUB = """#!/bin/sh
 case "$*" in

@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from components.facts import ALL, unit_state
-from components.observe.facts import parse
-from components.render import TEMPLATES, render
+from components.facts.observation import parse
+from components.steps.render import TEMPLATES, render
 
 # (template, fact command text): where a second reading is left on purpose, and why.
 KEPT_ON_PURPOSE = {

@@ -1,7 +1,7 @@
 """A failing step's block (templates/scripts/_failure.sh.j2), run by real bash through a step's
 real command line (components/remote.command_line): the sentence, the node, the status and what
 it means, this run's lines of the log, the fix; the script's own `trap ... EXIT` still runs
-first, and the status is the script's. And its reading by the outer tools (components/failure.py)."""
+first, and the status is the script's. And its reading by the outer tools (components/steps/failure.py)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import subprocess
 import sys
 import uuid
 
-from components import failure
-from components.remote import command_line
-from components.render import environment, fill_node_packages
+from components.steps import failure
+from components.steps.remote import command_line
+from components.steps.render import environment, fill_node_packages
 
 SENTENCE = "Build image vllm-lab on lab-1 (transformers>=5)"
 
@@ -117,6 +117,6 @@ def test_the_outer_tools_read_each_block_once_and_drop_the_quoted_command_line()
 def test_the_main_jobs_filter_leaves_out_the_quoted_command_line():
     line = ' +  command:remote:Command x **creating failed** error: Process exited with status 127: running "exec env A=\'b\' bash -c \'s=\\"$4\\"\'":\n'
     assert failure.without_command_line(line) == " +  command:remote:Command x **creating failed** error: Process exited with status 127"
-    done = subprocess.run([sys.executable, "-m", "components.failure", "--filter"], input=line + "other\n",
+    done = subprocess.run([sys.executable, "-m", "components.steps.failure", "--filter"], input=line + "other\n",
                           capture_output=True, text=True, timeout=60)
     assert done.stdout == " +  command:remote:Command x **creating failed** error: Process exited with status 127\nother\n"

@@ -1,4 +1,4 @@
-"""The gateway (components/gateway.py, components/config/gateway.py): the LiteLLM config routes
+"""The gateway (components/resources/gateway.py, components/config/gateway.py): the LiteLLM config routes
 every deployment and every upstream; the keys reach it only on the step's stdin (never the unit,
 argv or the config); its step is its own, so a change of routes re-runs the gateway's steps
 alone; and the config's rules name the key and the fix."""
@@ -11,8 +11,17 @@ import pytest
 import yaml
 
 from components.config.gateway import LITELLM_VERSION
-from components.gateway import (CONFIG_FILE, ENV_FILE, KEY_CHECK_FILE, KEY_CHECK_TEXT, MASTER_KEY_VAR, gateway_argv,
-                                key_var, litellm_config, routes)
+from components.resources.gateway import (
+    CONFIG_FILE,
+    ENV_FILE,
+    KEY_CHECK_FILE,
+    KEY_CHECK_TEXT,
+    MASTER_KEY_VAR,
+    gateway_argv,
+    key_var,
+    litellm_config,
+    routes,
+)
 from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, load_engine_path, shipped_doc
 from tests.unit.mocked import SENTINEL, script_of, snapshot, stdin_data
 from tests.unit.test_graph import closure, dep_names, snap

@@ -89,9 +89,9 @@ def flag_value(argv: list[str], flag: str) -> str:
 
 @pytest.mark.parametrize("stack", STACKS)
 def test_type_tokens_are_the_declared_constants(stack):
-    """Component type tokens come from components/types.py (blackwell:<module>:<Type>), never from
+    """Component type tokens come from components/steps/types.py (blackwell:<module>:<Type>), never from
     where a class lives: moving a class must not change a URN."""
-    from components import types
+    from components.steps import types
     declared = {v for k, v in vars(types).items() if k.isupper()}
     s = snap(stack)
     components = [r for r in s.recorder.resources.values() if r.type not in STEP_TYPES]
@@ -99,7 +99,7 @@ def test_type_tokens_are_the_declared_constants(stack):
     for r in components:
         assert re.fullmatch(r"blackwell:([a-z_]+):([A-Z][A-Za-z]+)", r.type), \
             f"{r.name}: type token {r.type!r} is not blackwell:<module>:<Type>"
-        assert r.type in declared, f"{r.name}: type token {r.type!r} is not a constant of components/types.py"
+        assert r.type in declared, f"{r.name}: type token {r.type!r} is not a constant of components/steps/types.py"
 
 
 @pytest.mark.parametrize("stack", STACKS)
@@ -479,7 +479,7 @@ def test_ray_nodes_get_the_deployments_env_and_page_cache_drop():
 def test_the_upload_on_the_operators_machine_runs_like_a_remote_step():
     """Its create is the short command line of every step (components/remote.command_line): the
     script and then the node's SSH key arrive on stdin, which is a secret; no script text in argv."""
-    from components.remote import read_script
+    from components.steps.remote import read_script
 
     s = snap("lab")
     upload = s.by_name("tiny-upload")

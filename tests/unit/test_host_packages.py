@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from components.render import package_list
+from components.steps.render import package_list
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = REPO / "scripts" / "host-packages.txt"

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from components.render import TEMPLATES
+from components.steps.render import TEMPLATES
 
 PROGRAM = TEMPLATES / "scripts" / "image_layers.py"
 DATA = Path(__file__).parent / "data" / "image_layers"

@@ -20,7 +20,7 @@ PROGRAM = textwrap.dedent('''
     from pathlib import Path
     import pulumi
     import components
-    from components.render import TEMPLATES
+    from components.steps.render import TEMPLATES
     installed = Path(sys.argv[1])
     assert Path(components.__file__).is_relative_to(installed), components.__file__
     assert TEMPLATES.is_relative_to(installed), TEMPLATES
@@ -43,7 +43,7 @@ PROGRAM = textwrap.dedent('''
     def build():
         pulumi.runtime.set_mocks(Mocks(), project="blackwell-serving", stack=sys.argv[3], preview=True)
         from components.config import load_stack_file
-        from components.stack import ServingStack
+        from components.resources.stack import ServingStack
         ServingStack(sys.argv[3], load_stack_file(Path(sys.argv[2])))
 
     build()

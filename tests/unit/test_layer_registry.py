@@ -1,4 +1,4 @@
-"""The optional layer registry (fabric.layer_registry, components/layer_registry.py): its schema,
+"""The optional layer registry (fabric.layer_registry, components/resources/layer_registry.py): its schema,
 its place in the graph (only when configured, one per build node of an image copied to peers;
 the copies from that node wait for it, its fill waits for every copy), and what its scripts do."""
 
@@ -63,7 +63,7 @@ def test_a_registry_and_its_fills_only_where_configured(stack):
 
 def relay_spec():
     """The lab with four nodes holding its engine image and the registry on: lab-2 passes the
-    image on to lab-4 (components/relay.py)."""
+    image on to lab-4 (components/resources/relay.py)."""
     doc = shipped_doc("lab")
     c = doc["config"]
     for i in (3, 4):

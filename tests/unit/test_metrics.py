@@ -1,4 +1,4 @@
-"""The stack's Prometheus scrape config (components/metrics.py): one file_sd target group per
+"""The stack's Prometheus scrape config (components/operator/metrics.py): one file_sd target group per
 deployment (its head's API port, labelled), written atomically and only when it changed; and
 SGLang asked for its /metrics (--enable-metrics) unless extra_args already does."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 
 from components.engines import ENGINES
-from components.metrics import file_sd, file_sd_path, write_file_sd
+from components.operator.metrics import file_sd, file_sd_path, write_file_sd
 from tests.unit.test_graph import snap
 
 

@@ -11,7 +11,7 @@ import copy
 import pytest
 
 from components.config.schema import NodeSpec
-from components.fabric import fabric_environment, node_fabric
+from components.resources.fabric import fabric_environment, node_fabric
 from components.preflight.bandwidth import hang_fix
 from tests.unit.config.stacks import P, both_paths_error, shipped_doc
 from tests.unit.mocked import script_of, snapshot

@@ -380,13 +380,13 @@ def test_ray_units_on_gb10_turn_the_memory_monitor_off_and_elsewhere_keep_rays_d
         text = script_of(s.by_name(name))
         assert "RAY_memory_monitor_refresh_ms=0" in text and "RAY_memory_usage_threshold=0.98" in text
     # Elsewhere (the lab's cpu nodes, as a Ray cluster): Ray's own defaults.
-    from components.cluster import ray_memory_monitor
+    from components.resources.cluster import ray_memory_monitor
     from components.config.schema import RaySpec
     assert ray_memory_monitor(RaySpec(), snap("lab").spec.node("lab-2")) == {}
 
 
 def test_ray_memory_monitor_is_configurable():
-    from components.cluster import ray_memory_monitor
+    from components.resources.cluster import ray_memory_monitor
     from components.config.schema import RaySpec
     gb10 = snap("spark-duo").spec.node("spark-1a32")
     assert ray_memory_monitor(RaySpec(unified_memory_monitor_refresh_ms=500, unified_memory_usage_threshold=0.99),

@@ -10,7 +10,7 @@ import sys
 import textwrap
 import time
 
-from components.ssh import key_agent
+from components.steps.ssh import key_agent
 
 
 def test_the_key_is_in_the_agent_and_in_no_file(tmp_path):
@@ -32,7 +32,7 @@ def test_the_agent_dies_with_a_killed_program(tmp_path):
     program = textwrap.dedent(f"""
         import sys, time
         sys.path.insert(0, {os.getcwd()!r})
-        from components.ssh import key_agent
+        from components.steps.ssh import key_agent
         with key_agent(open({str(tmp_path / 'k')!r}).read(), {str(tmp_path)!r}) as env:
             print(env["SSH_AUTH_SOCK"], flush=True)
             time.sleep(60)

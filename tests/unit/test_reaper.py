@@ -1,4 +1,4 @@
-"""components/reaper.py on real processes: a stand-in for the CLI with children and a
+"""components/operator/reaper.py on real processes: a stand-in for the CLI with children and a
 grandchild, killed with SIGKILL; the watcher ends what it left, and only that."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import subprocess
 import sys
 import time
 
-from components import reaper
+from components.operator import reaper
 
 # A "CLI" that starts a child (which starts its own child) and sleeps; prints the child's PID.
 TREE = """
@@ -42,7 +42,7 @@ def test_a_killed_cli_takes_its_process_tree_with_it():
         assert wait_until(lambda: any(reaper.descendants(child, exclude=-1)))
         below = reaper.descendants(cli.pid, exclude=-1)
         assert child in below and len(below) == 2
-        watcher = subprocess.Popen([sys.executable, "-m", "components.reaper",
+        watcher = subprocess.Popen([sys.executable, "-m", "components.operator.reaper",
                                     f"{cli.pid}:{reaper._stat(cli.pid)[1]}"])
         time.sleep(1.5)  # one poll at least: the tree is noted while the CLI lives
         assert watcher.poll() is None

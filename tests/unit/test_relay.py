@@ -1,4 +1,4 @@
-"""Copies past one peer are relayed by the peers that hold the bytes (components/relay.py):
+"""Copies past one peer are relayed by the peers that hold the bytes (components/resources/relay.py):
 N peers in ceil(log2(N+1)) rounds, each sender one copy at a time; in the component graph the
 copy runs on its sender and waits for what brought the bytes there."""
 
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from components.relay import relay_plan
+from components.resources.relay import relay_plan
 from tests.unit.mocked import script_of, snapshot
 from tests.unit.test_graph import dep_names, host_of
 

@@ -1,4 +1,4 @@
-"""components/rollback.py: what a failed `up` undoes, in which order, and what it says — with the
+"""components/steps/rollback.py: what a failed `up` undoes, in which order, and what it says — with the
 transport replaced (the lab test test_lab_rollback.py runs it on real nodes)."""
 
 import asyncio
@@ -6,9 +6,9 @@ import asyncio
 import pytest
 from pulumi.resource_hooks import ErrorHookArgs, ResourceHookArgs
 
-from components.remote import command_line, read_script
-from components.rollback import Action, Rollback, undo_order
-from components.ssh import RemoteError
+from components.steps.remote import command_line, read_script
+from components.steps.rollback import Action, Rollback, undo_order
+from components.steps.ssh import RemoteError
 
 CONN = {"host": "198.18.0.11", "user": "root", "port": 22, "host_key": "ssh-ed25519 AAAA", "private_key": None}
 

@@ -1,7 +1,7 @@
 """The state contract: the URN of every resource of every shipped stack. A URN is how the engine
 matches the program to an operator's state; a changed URN means every step under it is deleted
 and created again on the machines. So a change here must be deliberate: add
-`aliases=[pulumi.Alias(...)]` for the old URN (components/types.py says how), then regenerate with
+`aliases=[pulumi.Alias(...)]` for the old URN (components/steps/types.py says how), then regenerate with
 UPDATE_GOLDEN=1."""
 
 from __future__ import annotations

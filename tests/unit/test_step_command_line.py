@@ -11,7 +11,7 @@ import subprocess
 import time
 import uuid
 
-from components.remote import command_line, read_script
+from components.steps.remote import command_line, read_script
 
 CREATE = 'set -eu\nprintf "create got: %s\\n" "$(cat)"\n'
 DELETE = 'echo "delete ran"\n'

@@ -1,4 +1,4 @@
-"""The venv engine runtime (images[].runtime: venv; components/venv.py): the recipe's strict
+"""The venv engine runtime (images[].runtime: venv; components/resources/venv.py): the recipe's strict
 validation, the build script it renders (staged by digest, verified, switched by a rename), the
 unit that runs the venv's python, the verify program against a stand-in engine, and drift."""
 
@@ -16,8 +16,8 @@ import pytest
 from components.config import ConfigError, parse
 from components.config.load import values_from_stack_file
 from components.facts import VenvCurrent
-from components.observe.facts import NodeFacts, parse as parse_facts
-from components.render import TEMPLATES, render
+from components.facts.observation import NodeFacts, parse as parse_facts
+from components.steps.render import TEMPLATES, render
 from tests.unit import systemd_syntax
 from tests.unit.mocked import REPO, script_of, snapshot, stdin_data
 
@@ -199,7 +199,7 @@ def build_step(snap):
 
 
 def test_the_build_is_staged_by_digest_verified_then_switched(snap):
-    from components.venv import verify_program
+    from components.resources.venv import verify_program
 
     step = build_step(snap)
     script = script_of(step)
@@ -295,7 +295,7 @@ def test_the_installers_cache_is_under_the_entrys_directory(snap):
 
 def test_a_missing_patch_stops_the_plan_with_the_fix(tmp_path):
     from components.config.schema import StackSpec
-    from components.venv import read_patches
+    from components.resources.venv import read_patches
     values = quad()
     venv_of(values)["patches"] = ["stacks/patches/absent.patch"]
     spec = StackSpec.model_validate(values)
@@ -360,7 +360,7 @@ def test_drift_of_the_current_link():
 
 
 def test_the_probe_reads_the_link_and_the_built_mark(tmp_path):
-    from components.observe.facts import Watch, probe_script
+    from components.facts.observation import Watch, probe_script
     root = tmp_path / "x"
     (root / "d1").mkdir(parents=True)
     (root / "current").symlink_to("d1")
@@ -390,7 +390,7 @@ def fake_engine(tmp_path: Path, flags: list[str]) -> Path:
 def verify(tmp_path, site, args, kept=""):
     """The verify program as the build step runs it: `python3 -c "$verify_py" ENGINE KEPT ARGVS`."""
     (tmp_path / "kept.txt").write_text(kept)
-    from components.venv import verify_program
+    from components.resources.venv import verify_program
     argv = ["python3", "-m", "sglang.launch_server", "--model-path", "/model", *args]
     return subprocess.run([sys.executable, "-c", verify_program(["sglang"]), "sglang", str(tmp_path / "kept.txt"), json.dumps([argv])],
                           capture_output=True, text=True, env={"PYTHONPATH": str(site), "PATH": "/usr/bin:/bin"})

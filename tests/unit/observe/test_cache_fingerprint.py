@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from components.render import render
+from components.steps.render import render
 
 
 def bash(script: str, cache) -> int:

@@ -7,7 +7,7 @@ from __future__ import annotations
 import subprocess
 
 from components.facts import EnvFileWritten
-from components.observe.facts import NodeFacts, Watch, parse, probe_script
+from components.facts.observation import NodeFacts, Watch, parse, probe_script
 
 
 def observe(path: str) -> NodeFacts:

@@ -8,7 +8,7 @@ import pytest
 from components.facts import (CacheComplete, CacheCopied, EndpointAnswers, FabricUp, ImageCopied,
                               ImagePresent, RayMembers, UnitKept, UnitRetired, UnitRunning, sha256_text)
 from components.facts import LinkFacts, UnitFacts
-from components.observe.facts import NodeFacts
+from components.facts.observation import NodeFacts
 
 TEXT = "[Service]\nExecStart=/bin/true\n"
 OURS = sha256_text(TEXT)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from components.observe.facts import LinkFacts, ProbeOutputError, UnitFacts, parse
+from components.facts.observation import LinkFacts, ProbeOutputError, UnitFacts, parse
 
 SAMPLE = "\n".join([
     "unit\tbws-tiny.service\tloaded\tactive\tenabled\t" + "a" * 64,

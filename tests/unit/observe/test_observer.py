@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from components.observe import ObserveError, Observer
+from components.facts.observer import ObserveError, Observer
 from components.facts import UnitRunning, sha256_text
-from components.observe.facts import NodeFacts, UnitFacts
-from components.ssh import RemoteError
+from components.facts.observation import NodeFacts, UnitFacts
+from components.steps.ssh import RemoteError
 
 TEXT = "[Service]\nExecStart=/bin/true\n"
 
@@ -74,7 +74,7 @@ def test_steps_cannot_be_evaluated_before_observation_nor_added_after():
 
 
 def test_probe_script_is_read_only_and_quotes_every_name():
-    from components.observe.facts import Watch, probe_script
+    from components.facts.observation import Watch, probe_script
     script = probe_script(Watch(units={"a b;rm -rf /.service"}, images={"x:$(id)"},
                                 dirs={"/m/d"}, links={"eth1"}, rdma_ports={"mlx5_0/1"},
                                 urls={"http://127.0.0.1:8000/health"}, ray={"c"}))

@@ -2,7 +2,7 @@
 of resourcePreEvents, the stack output that says what each step is (a resOutputsEvent of the
 stack with outputs["todo_steps"]), the outputs the last `up` left, and a saved plan file
 (goal.parent, goal.dependencies), for the `lab` stack (data/Pulumi.lab.yaml) as
-components/stack.py wires it. The table COMMANDS below is the whole graph, with the StepInfo
+components/resources/stack.py wires it. The table COMMANDS below is the whole graph, with the StepInfo
 each component declares; test_fixtures.py holds it against the real program built under mocks.
 Small functions turn it into events and a plan, so each test can change one row."""
 
@@ -11,8 +11,8 @@ from __future__ import annotations
 import copy
 from typing import NamedTuple
 
-from components.remote import DELETE_TIMEOUT_S, DRIFT_VAR, command_line
-from components.steps import STEPS_OUTPUT, StepInfo
+from components.steps.remote import DELETE_TIMEOUT_S, DRIFT_VAR, command_line
+from components.steps.info import STEPS_OUTPUT, StepInfo
 
 PREFIX = "urn:pulumi:lab::blackwell-serving::"
 STACK_TYPE = "pulumi:pulumi:Stack"
@@ -60,7 +60,7 @@ class Cmd(NamedTuple):
     deps: tuple[str, ...] = ()
 
 
-# What gates every change: the preflight checks (components/stack.py).
+# What gates every change: the preflight checks (components/resources/stack.py).
 GATES = ("lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
          "tiny-preflight-engine")
 IMAGE = ("vllm-lab-build", "vllm-lab-sync-lab-2")
@@ -217,12 +217,12 @@ def component_state(component: str) -> dict:
 # -- what each step is -------------------------------------------------------------------------
 
 def step_records(names=None) -> list[dict]:
-    """STEPS_OUTPUT records (components/steps.py) of each named step (default: every one)."""
+    """STEPS_OUTPUT records (components/steps/info.py) of each named step (default: every one)."""
     return [COMMANDS[n].step.record(command_urn(n)) for n in (COMMANDS if names is None else names)]
 
 
 def node_outputs_event(records, op: str = "create", node: str = "lab-1") -> dict:
-    """A Node component's resOutputsEvent of a preview, carrying STEPS_OUTPUT (components/node.py)."""
+    """A Node component's resOutputsEvent of a preview, carrying STEPS_OUTPUT (components/resources/node.py)."""
     urn = component_urn(node)
     state = {"type": "blackwell:node:Node", "urn": urn, "parent": component_urn("lab"), "inputs": {},
              "outputs": {"host": {"lab-1": "198.18.0.11", "lab-2": "198.18.0.12"}[node], "arch": "amd64",

@@ -11,7 +11,7 @@ import jsonschema
 import pytest
 from pulumi.automation import events as sdk_events
 
-from components.steps import STEPS_OUTPUT
+from components.steps.info import STEPS_OUTPUT
 from components.todo import __main__ as cli
 from components.todo.engine import slim_events, slim_plan, wire
 from components.todo.plan import build_items, declared_steps, step_metadata
@@ -172,8 +172,8 @@ def test_a_failed_engine_run_is_explained_by_its_error_diagnostics():
 
 
 def test_a_failed_steps_block_shows_once_also_when_a_rollback_quotes_it():
-    from components.failure import condense
-    from components.rollback import Rollback
+    from components.steps.failure import condense
+    from components.steps.rollback import Rollback
 
     block = ("FAILED: Install and start bws-tiny.service on lab-1\n  node:   lab-1\n  status: exit 1\n"
              "  said:   bws-tiny.service failed to start")
@@ -184,7 +184,7 @@ def test_a_failed_steps_block_shows_once_also_when_a_rollback_quotes_it():
                                "message": step_error}})
     alone({"diagnosticEvent": {"severity": "error", "message": "update failed"}})
     assert alone.explain(RuntimeError("x")) == block
-    # The rollback's report (components/rollback.py) quotes the block: shown there, whole, once.
+    # The rollback's report (components/steps/rollback.py) quotes the block: shown there, whole, once.
     report = Rollback(connections={}, run_line=lambda *a, **k: ("", "")).roll_back("tiny-lab-1-install", step_error, [])
     assert condense(report) == [ln for ln in report.splitlines() if ln.strip()]
     both = cli.ErrorCollector()

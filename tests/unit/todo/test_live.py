@@ -163,8 +163,8 @@ def test_a_clean_run_ends_finished(lab_items):
 
 
 def test_a_rollback_shows_each_undo_as_an_item_of_its_own(lab_items):
-    """components/rollback.py logs each undo on the stack as it starts and ends."""
-    from components.rollback import progress_line
+    """components/steps/rollback.py logs each undo on the stack as it starts and ends."""
+    from components.steps.rollback import progress_line
 
     live = live_for(lab_items)
     feed(live, [pre("lab-1-glm-retire"), done("lab-1-glm-retire"), pre("tiny-health"), failed("tiny-health")])

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from components.remote import DRIFT_VAR
-from components.steps import STEPS_OUTPUT, StepInfo
+from components.steps.remote import DRIFT_VAR
+from components.steps.info import STEPS_OUTPUT, StepInfo
 from components.todo.describe import PHASES, Description, describe
 from components.todo.plan import UNKNOWN, declared_steps, merge_steps, reason_of, state_records
 

@@ -8,7 +8,7 @@ import subprocess
 
 import pytest
 
-from components.ssh import RemoteError
+from components.steps.ssh import RemoteError
 from components.todo import status as status_mod
 from components.todo.status import benchmark_lines, gather, parse, probe_script, render_status, status
 from tests.unit.test_graph import snap

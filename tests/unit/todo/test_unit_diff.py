@@ -3,11 +3,11 @@ read from the old and new plain stdin of its install step, never from a secret."
 
 from __future__ import annotations
 
-from components.remote import command_line
-from components.render import render
+from components.steps.remote import command_line
+from components.steps.render import render
 from components.todo import unit_diff
 from components.todo.plan import Step, reason_of
-from components.unit import container_unit_text
+from components.resources.unit import container_unit_text
 
 
 def unit(max_len: str = "32768", env: dict | None = None, image: str = "vllm:1") -> str:

@@ -8,15 +8,15 @@ from typing import Sequence
 
 import pulumi
 
-from . import types
-from .config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
-from .layer_registry import LayerRegistry, registry_repo
-from .node import Node
-from .facts import ImageCopied, ImagePresent
-from .remote import run, tagged_line
-from .relay import relay_plan
-from .render import digest, render
-from .steps import StepInfo
+from components.steps import types
+from components.config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
+from components.resources.layer_registry import LayerRegistry, registry_repo
+from components.resources.node import Node
+from components.facts import ImageCopied, ImagePresent
+from components.steps.remote import run, tagged_line
+from components.resources.relay import relay_plan
+from components.steps.render import digest, render
+from components.steps.info import StepInfo
 
 
 def requirements(spec: ImageSpec) -> list[str]:
@@ -81,8 +81,8 @@ def staging_dir(state_dir: str) -> str:
 class ImageSync(pulumi.ComponentResource):
     """Only the layers a peer lacks cross the fabric (templates/scripts/image_layers.py), staged
     on the peer as they arrive so an interrupted copy resumes at layer granularity. Past one
-    peer, peers that hold the image pass it on (components/relay.py). With a layer registry on
-    the build node, its own copies read the new layers from there (components/layer_registry.py);
+    peer, peers that hold the image pass it on (components/resources/relay.py). With a layer registry on
+    the build node, its own copies read the new layers from there (components/resources/layer_registry.py);
     copies from peers keep `docker save`."""
 
     def __init__(self, image: ContainerImage, peers: Sequence[Node], fabric: FabricSpec | None,

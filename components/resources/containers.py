@@ -3,7 +3,7 @@ as argv lists: the unit template quotes each one."""
 
 from __future__ import annotations
 
-from .config.schema import DockerRun, FabricSpec
+from components.config.schema import DockerRun, FabricSpec
 
 
 def file_mount(source: str, target: str) -> list[str]:

@@ -6,25 +6,26 @@ from __future__ import annotations
 
 import pulumi
 
-from . import names, types
-from .cluster import RayCluster
-from .config.schema import StackSpec
-from .deployment import Deployment
-from .engines import engine_of
-from .gateway import gateway_for
-from .layer_registry import LayerRegistry
-from .model import ModelCache
-from .node import Node, read_private_key
-from .preflight.bandwidth import FabricBandwidth
-from .preflight.probes import EngineProbe, FabricCheck
-from .preflight.resources import resource_checks
-from .rollback import Rollback
-from .config import ConfigError
-from .observe import Observer
-from .observe.observer import Prober
-from .secrets import plain_value, resolve
-from .runtimes import RUNTIMES, downloader
-from .services import KeptService, RetiredService
+from components import names
+from components.steps import types
+from components.resources.cluster import RayCluster
+from components.config.schema import StackSpec
+from components.resources.deployment import Deployment
+from components.engines import engine_of
+from components.resources.gateway import gateway_for
+from components.resources.layer_registry import LayerRegistry
+from components.resources.model import ModelCache
+from components.resources.node import Node, read_private_key
+from components.preflight.bandwidth import FabricBandwidth
+from components.preflight.probes import EngineProbe, FabricCheck
+from components.preflight.resources import resource_checks
+from components.steps.rollback import Rollback
+from components.config import ConfigError
+from components.facts.observer import Observer
+from components.facts.observer import Prober
+from components.steps.secrets import plain_value, resolve
+from components.runtimes import RUNTIMES, downloader
+from components.resources.services import KeptService, RetiredService
 
 
 class ServingStack(pulumi.ComponentResource):
@@ -34,10 +35,10 @@ class ServingStack(pulumi.ComponentResource):
         child = pulumi.ResourceOptions(parent=self)
         self.nodes = {n.name: Node(n, self._private_key(i, n), child) for i, n in enumerate(spec.nodes)}
         # Every step states what it expects on its node; once all are built, each node is probed
-        # once and a step whose expectation fails is pending with the reason (components/observe).
+        # once and a step whose expectation fails is pending with the reason (components/facts).
         self.observer = Observer({n: node.probe_connection for n, node in self.nodes.items()},
                                  dry_run=pulumi.runtime.is_dry_run(), prober=prober) if observe else None
-        # A failed `up` puts back what it changed of what serves (components/rollback.py).
+        # A failed `up` puts back what it changed of what serves (components/steps/rollback.py).
         self.rollback = Rollback({n: node.probe_connection for n, node in self.nodes.items()},
                                  enabled=spec.rollback == "auto" and not spec.offline)
         for node in self.nodes.values():
@@ -97,7 +98,7 @@ class ServingStack(pulumi.ComponentResource):
                 fabric=spec.fabric, cluster=cluster, api_key=api_key, state_dir=spec.state_dir,
                 depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
 
-        # One OpenAI-compatible endpoint for every model, when the stack has one (components/gateway.py).
+        # One OpenAI-compatible endpoint for every model, when the stack has one (components/resources/gateway.py).
         self.gateway = gateway_for(spec, self.nodes, self.images, image_ready, self.deployments,
                                    gates=[*(p.command for p in self.preflight),
                                           *retired_on.get(spec.gateway.node if spec.gateway else "", [])],

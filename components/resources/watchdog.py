@@ -9,13 +9,14 @@ from typing import Sequence
 
 import pulumi
 
-from . import names, types
-from .config.schema import DeploymentSpec
-from .node import Node
-from .facts import UnitRunning
-from .remote import run
-from .render import render
-from .steps import StepInfo
+from components import names
+from components.steps import types
+from components.config.schema import DeploymentSpec
+from components.resources.node import Node
+from components.facts import UnitRunning
+from components.steps.remote import run
+from components.steps.render import render
+from components.steps.info import StepInfo
 
 # The watchdog's own state on the node (failures in a row, the start that answered, the stop it
 # told of): runtime only, gone with a reboot.

@@ -12,17 +12,17 @@ from typing import TYPE_CHECKING, Sequence
 
 import pulumi
 
-from . import types
-from .names import LAYER_REGISTRY_CONTAINER
-from .config.schema import LayerRegistry as LayerRegistrySpec
-from .node import Node
-from .facts import EndpointAnswers
-from .remote import run
-from .render import digest, render
-from .steps import StepInfo
+from components.steps import types
+from components.names import LAYER_REGISTRY_CONTAINER
+from components.config.schema import LayerRegistry as LayerRegistrySpec
+from components.resources.node import Node
+from components.facts import EndpointAnswers
+from components.steps.remote import run
+from components.steps.render import digest, render
+from components.steps.info import StepInfo
 
 if TYPE_CHECKING:
-    from .image import ContainerImage
+    from components.resources.image import ContainerImage
 
 
 def registry_repo(image_name: str) -> str:
@@ -54,7 +54,7 @@ class LayerRegistry(pulumi.ComponentResource):
         super().__init__(types.LAYER_REGISTRY, name, None, opts)
         self.name, self.node, self.port, self.config = name, node, spec.port, config_digest(spec)
         start, remove = registry_scripts(spec, node.name)
-        # The copies from this node wait for it (components/image.py ImageSync).
+        # The copies from this node wait for it (components/resources/image.py ImageSync).
         self.start = run(f"{name}-start", node, parent=self,
                          step=StepInfo(node.name, "image",
                                        do=f"Start the layer registry on {node.name} (127.0.0.1:{spec.port})",

@@ -20,8 +20,8 @@ import os
 import tempfile
 from pathlib import Path
 
-from .config.schema import StackSpec
-from .engines import ENGINES, Engine
+from components.config.schema import StackSpec
+from components.engines import ENGINES, Engine
 
 # Under the Pulumi project that runs the program (the engine runs it in the project's folder),
 # whether this package is that project or a library it imports.

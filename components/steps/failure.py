@@ -11,7 +11,7 @@
   SIGINT; Python's default handler would print a KeyboardInterrupt traceback under the stack.
 - The outer tools condense pulumi's output around it: `python -m components.todo --up` shows the
   status under the item and the block once in its summary (blocks, condense, status_line);
-  scripts/run-lab.sh pipes `pulumi up` through `python -m components.failure --filter`, which
+  scripts/run-lab.sh pipes `pulumi up` through `python -m components.steps.failure --filter`, which
   leaves out the quoted command lines of the failed steps' errors.
 """
 
@@ -130,7 +130,7 @@ def without_command_line(line: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m components.failure`: print the failure blocks of a run's output read on stdin
+    """`python -m components.steps.failure`: print the failure blocks of a run's output read on stdin
     (nothing when there are none). With --filter: pass the output on as it comes, each failed
     step's error without its quoted command line (scripts/run-lab.sh pipes `pulumi up` through
     it)."""

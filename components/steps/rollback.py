@@ -15,7 +15,7 @@ hooks (they run in this program while the engine executes the steps):
 Images, model caches and checks are never undone: the next try starts from them. The state keeps
 what the engine recorded, so the next preview shows each undone step as pending again (drift),
 which is the todo list of the failed swap. An undo waits for a still-running step on its node
-(they share the step's lock, components/remote.py), so it never races it."""
+(they share the step's lock, components/steps/remote.py), so it never races it."""
 
 from __future__ import annotations
 
@@ -29,8 +29,8 @@ from typing import Any, Callable, Literal, Mapping
 import pulumi
 from pulumi.resource_hooks import ErrorHook, ErrorHookArgs, ResourceHook, ResourceHookArgs, ResourceHookBinding
 
-from .failure import condense
-from .ssh import Connection, RemoteError, run_line
+from components.steps.failure import condense
+from components.steps.ssh import Connection, RemoteError, run_line
 
 # How a step is put back: "remove" runs its delete script (steps being created); "previous"
 # also runs its previous create script when it is updated (our units); "switch" runs only that,
@@ -66,7 +66,7 @@ class Action:
 
 @dataclass
 class Rollback:
-    """One per stack. connections: node name → its probe connection (components/node.py).
+    """One per stack. connections: node name → its probe connection (components/resources/node.py).
     run_line is the transport (tests give their own)."""
     connections: Mapping[str, Mapping]
     enabled: bool = True

@@ -1,7 +1,7 @@
-"""The program's own read-only look at a node (components/observe): one script run with the
+"""The program's own read-only look at a node (components/facts): one script run with the
 system's OpenSSH client while the program builds the plan — not a step, so not a resource. The
 node's host key pinned (a known_hosts file of one line, StrictHostKeyChecking=yes), key auth
-only, no user ssh config, bounded waits. Every change on a node is a step (components/remote.py)."""
+only, no user ssh config, bounded waits. Every change on a node is a step (components/steps/remote.py)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Iterator, Mapping
 
-from .names import temp_prefix
+from components.names import temp_prefix
 
 
 @dataclass(frozen=True)
@@ -102,7 +102,7 @@ def run_script(conn: Connection, script: str, *, timeout_s: int = 60, what: str 
 def run_line(conn: Connection, line: str, *, stdin: str = "", timeout_s: int = 60,
              what: str = "script") -> tuple[str, str]:
     """(stdout, stderr) of a command line given to the node's login shell, as a step's provider
-    runs it (components/remote.py command_line), with `stdin` as its input."""
+    runs it (components/steps/remote.py command_line), with `stdin` as its input."""
     with ssh_argv(conn) as (argv, env):
         try:
             done = subprocess.run([*argv, line], input=stdin.encode(), capture_output=True, timeout=timeout_s,

@@ -1,7 +1,7 @@
 """ModelCache: a model at its pinned revision in the cache of every node that needs it. Fetched
 once on its fetch node (hub download, an upload from the operator's machine, or a directory
 already there), hashed into a manifest, then copied to peers over the fabric (in parallel
-streams; past one peer, relayed by the peers that hold it: components/relay.py) and verified.
+streams; past one peer, relayed by the peers that hold it: components/resources/relay.py) and verified.
 Everything is staged and renamed, so a cache directory is either complete or absent."""
 
 from __future__ import annotations
@@ -11,15 +11,15 @@ from typing import Sequence
 
 import pulumi
 
-from . import types
-from .config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
-from .image import over, peer_values
-from .node import Node
-from .facts import CacheComplete, CacheCopied
-from .relay import relay_plan
-from .remote import directory_digest, run, upload
-from .render import render
-from .steps import StepInfo
+from components.steps import types
+from components.config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
+from components.resources.image import over, peer_values
+from components.resources.node import Node
+from components.facts import CacheComplete, CacheCopied
+from components.resources.relay import relay_plan
+from components.steps.remote import directory_digest, run, upload
+from components.steps.render import render
+from components.steps.info import StepInfo
 
 
 def cache_paths(spec: ModelSpec) -> tuple[str, str]:

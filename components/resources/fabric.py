@@ -6,7 +6,7 @@ stack's fabric with those keys replaced is that node's fabric (node_fabric)."""
 
 from __future__ import annotations
 
-from .config.schema import FabricSpec, NodeSpec
+from components.config.schema import FabricSpec, NodeSpec
 
 
 def node_fabric(fabric: FabricSpec, node: NodeSpec) -> FabricSpec:

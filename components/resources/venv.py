@@ -14,7 +14,7 @@ On each node one step (templates/scripts/build-venv.sh.j2):
   before, for a rollback by hand); a running unit keeps its venv until its own step restarts it;
 - prints `venv-id=<digest>`, the trigger of the units that run it.
 Destroy removes ROOT/IMAGE, every venv this entry built there. Drift: `current` no longer names a
-built venv of this recipe (components/observe VenvCurrent)."""
+built venv of this recipe (components/facts VenvCurrent)."""
 
 from __future__ import annotations
 
@@ -28,17 +28,17 @@ from urllib.parse import unquote
 
 import pulumi
 
-from . import types
-from .config import ConfigError
-from .config.load import PROJECT
-from .config.schema import DeploymentSpec, ImageSpec
-from .config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
-from .engines import ENGINES
-from .node import Node
-from .facts import VenvCurrent
-from .remote import run, tagged_line
-from .render import digest, python_program, render
-from .steps import StepInfo
+from components.steps import types
+from components.config import ConfigError
+from components.config.load import PROJECT
+from components.config.schema import DeploymentSpec, ImageSpec
+from components.config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
+from components.engines import ENGINES
+from components.resources.node import Node
+from components.facts import VenvCurrent
+from components.steps.remote import run, tagged_line
+from components.steps.render import digest, python_program, render
+from components.steps.info import StepInfo
 
 # What a commit that is not set yet reads as in a preview's scripts (the build refuses it).
 UNSET_COMMIT = "not_set"

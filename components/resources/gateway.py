@@ -29,7 +29,7 @@ What runs on the gateway's node, as ONE step (its own: the engines are not part 
 - /etc/blackwell-serving/gateway.env, root-only: the gateway's key (LITELLM_MASTER_KEY) and each
   route's upstream key. It travels on the step's stdin (a secret), is mounted read-only into the
   container and read into the proxy's environment at start (as the engines do,
-  components/deployment.py): never `-e KEY=…`, the unit's text or argv;
+  components/resources/deployment.py): never `-e KEY=…`, the unit's text or argv;
 - its unit, names.GATEWAY_UNIT (templates/units/container.service.j2) running the container.
 The step's command line names the digest of the config (and of the unit): a change of the routes
 or keys re-runs it, which rewrites the files and restarts the gateway alone. LiteLLM reads its
@@ -54,16 +54,23 @@ from typing import Mapping, Sequence
 
 import pulumi
 
-from . import names, types
-from .config.schema import DeploymentSpec, StackSpec
-from .containers import file_mount
-from .node import Node
-from .facts import EndpointAnswers, UnitRunning
-from .remote import run, started
-from .render import TEMPLATES, digest, render
-from .secrets import resolve
-from .steps import StepInfo
-from .unit import UNIT_DELIMITER, container_unit_text, env_file_text, env_step, generation_of
+from components import names
+from components.steps import types
+from components.config.schema import DeploymentSpec, StackSpec
+from components.resources.containers import file_mount
+from components.resources.node import Node
+from components.facts import EndpointAnswers, UnitRunning
+from components.steps.remote import run, started
+from components.steps.render import TEMPLATES, digest, render
+from components.steps.secrets import resolve
+from components.steps.info import StepInfo
+from components.resources.unit import (
+    UNIT_DELIMITER,
+    container_unit_text,
+    env_file_text,
+    env_step,
+    generation_of,
+)
 
 UNIT = names.GATEWAY_UNIT
 CONTAINER = names.GATEWAY_CONTAINER
@@ -82,7 +89,7 @@ SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
 MASTER_KEY_VAR = "LITELLM_MASTER_KEY"
 CONFIG_DELIMITER = "BWS_GATEWAY_CONFIG_EOF"
 # The proxy's command, run with the NAME=value lines of the secrets file in its environment (each
-# line exported as it is: no shell evaluation of a value), as components/deployment.py does.
+# line exported as it is: no shell evaluation of a value), as components/resources/deployment.py does.
 SOURCE_SECRETS = ["/bin/sh", "-c",
                   f'while IFS= read -r kv; do export "$kv"; done < {SECRETS_IN_CONTAINER} && exec "$@"',
                   "gateway"]
@@ -207,7 +214,7 @@ class Gateway(pulumi.ComponentResource):
         step = StepInfo(node.name, "serve", do=f"Install and start the gateway ({UNIT}) on {node.name}, port {gw.port}",
                         redo=f"Rewrite the gateway's routes and restart {UNIT} on {node.name} (engines untouched)",
                         undo=f"Stop and remove the gateway ({UNIT}) from {node.name}")
-        # Its keys travel apart, as an engine's (components/unit.py): a step of their own, whose
+        # Its keys travel apart, as an engine's (components/resources/unit.py): a step of their own, whose
         # generation restarts the gateway; this step's inputs (its unit, its routes) stay plain.
         self.env = env_step("gateway", node, UNIT, ENV_FILE, env_file_text(gateway_keys(spec)), step, self, depends_on)
         # Its own step: the routes' digest, the image it runs and its keys' generation are its

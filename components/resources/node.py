@@ -1,6 +1,6 @@
 """Node: one machine reached by SSH with a pinned host key. Other components run their
-scripts through its connection (components/remote.py) and record there what each step is
-(components/steps.py); it changes nothing by itself."""
+scripts through its connection (components/steps/remote.py) and record there what each step is
+(components/steps/info.py); it changes nothing by itself."""
 
 from __future__ import annotations
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pulumi
 
-from . import types
-from .config.schema import NodeSpec
-from .steps import STEPS_OUTPUT, StepInfo
+from components.steps import types
+from components.config.schema import NodeSpec
+from components.steps.info import STEPS_OUTPUT, StepInfo
 
 
 class Node(pulumi.ComponentResource):
@@ -31,16 +31,16 @@ class Node(pulumi.ComponentResource):
         }
         # The same, in plain text, for the program's own read-only probe; never a resource input.
         self.probe_connection = {**self.connection, "private_key": private_key}
-        # Set by the stack when the nodes are observed (components/observe); None offline.
+        # Set by the stack when the nodes are observed (components/facts); None offline.
         self.observer = None
-        # Set by the stack when a failed `up` rolls back (components/rollback.py); None: it does not.
+        # Set by the stack when a failed `up` rolls back (components/steps/rollback.py); None: it does not.
         self.rollback = None
         # (resource, StepInfo) of every step that runs on this node or to it; registered as this
         # component's outputs once the stack is built (finish()).
         self.steps: list[tuple[pulumi.Resource, StepInfo]] = []
 
     def finish(self) -> None:
-        """Register the outputs, what each of this node's steps is among them (components/steps.py)."""
+        """Register the outputs, what each of this node's steps is among them (components/steps/info.py)."""
         self.register_outputs({"host": self.spec.host, "arch": self.spec.arch,
                                STEPS_OUTPUT: [info.record(resource.urn) for resource, info in self.steps]})
 

@@ -7,16 +7,17 @@ from typing import Sequence
 
 import pulumi
 
-from . import names, types
-from .config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
-from .containers import docker_args
-from .fabric import fabric_environment
-from .node import Node
-from .facts import RayMembers
-from .remote import run
-from .render import render
-from .steps import StepInfo
-from .unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text
+from components import names
+from components.steps import types
+from components.config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
+from components.resources.containers import docker_args
+from components.resources.fabric import fabric_environment
+from components.resources.node import Node
+from components.facts import RayMembers
+from components.steps.remote import run
+from components.steps.render import render
+from components.steps.info import StepInfo
+from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text
 
 
 # bash: until HOST:PORT accepts a TCP connection, for at most SECONDS.

@@ -11,7 +11,7 @@ How a step reaches its node:
 - `create` names the digest of the script and the values of the step's triggers (e.g. the image
   ID it runs), so the engine re-runs the step exactly when what runs changed, in place (an
   update, never a replace: a replace would run the delete script first).
-- Drift (components/observe): when the node does not show what the step left there, the step
+- Drift (components/facts): when the node does not show what the step left there, the step
   carries the observation in its `environment` (DRIFT_VAR, stamped with the time, so it always
   differs from the state) and the engine plans an update, which runs the converge script again —
   never the delete script. When the node is as expected, `environment` is ignored
@@ -31,18 +31,20 @@ import os
 import re
 import shlex
 from datetime import datetime, timezone
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import pulumi
 from pulumi_command import local as command_local
 from pulumi_command import remote as command_remote
 
-from .names import STEP_ARGV0
-from .node import Node
-from .facts import Expectation
-from .render import digest, render, slug
-from .rollback import Undo
-from .steps import StepInfo
+from components.names import STEP_ARGV0
+from components.steps.render import digest, render, slug
+from components.steps.rollback import Undo
+from components.steps.info import StepInfo
+
+if TYPE_CHECKING:  # types only: the steps floor sits below the facts and the components
+    from components.facts import Expectation
+    from components.resources.node import Node
 
 DRIFT_VAR = "LC_BLACKWELL_DRIFT"
 # An unreachable node fails a step after DIAL_ERROR_LIMIT dials of PER_DIAL_TIMEOUT_S each, plus
@@ -99,7 +101,7 @@ def read_script(line: str, stdin: str) -> str:
     state or a preview: `pulumi stack export`, tests)."""
     m = _READER.search(line)
     if m is None:
-        raise ValueError("not a command line of components/remote.py")
+        raise ValueError("not a command line of components/steps/remote.py")
     skip, size = int(m.group(1) or 0), int(m.group(2))
     return stdin.encode()[skip:skip + size].decode()
 
@@ -134,8 +136,8 @@ def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | Non
     or one of its triggers (e.g. the ID of the image it uses) changed, or when the node drifted
     from what it left there, so every script is written to converge from any earlier state.
     step: the sentence, phase and priority the todo list shows. expect: what the node shows once
-    the script has run (components/observe). undo: how a failed run puts this step back
-    (components/rollback.py; None: never, e.g. images and caches); unit: our unit it runs, whose
+    the script has run (components/facts). undo: how a failed run puts this step back
+    (components/steps/rollback.py; None: never, e.g. images and caches); unit: our unit it runs, whose
     journal a failure message quotes."""
     scripts = [create, *([delete] if delete else [])]
     label = f"{name} on {node.name}"

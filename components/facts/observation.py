@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from ..facts import ALL, LinkFacts, UnitFacts
-from ..render import render
+from components.facts import ALL, LinkFacts, UnitFacts
+from components.steps.render import render
 
 BY_KIND = {fact.kind: fact for fact in ALL}
 

@@ -9,21 +9,22 @@ from typing import Sequence
 
 import pulumi
 
-from . import names, types
-from .benchmark import benchmark_step, figures as benchmark_figures
-from .cluster import RayCluster
-from .config.crosscheck import rank_watch_ranks
-from .config.schema import DeploymentSpec, FabricSpec
-from .engines import engine_of
-from .fabric import fabric_environment
-from .node import Node
-from .facts import EndpointAnswers
-from .remote import run
-from .render import digest, render
-from .runtimes import RankStart, Runtime
-from .steps import StepInfo
-from .unit import DROP_PAGE_CACHE, SystemdUnit, env_file_text
-from .watchdog import RankWatch, Watchdog
+from components import names
+from components.steps import types
+from components.resources.benchmark import benchmark_step, figures as benchmark_figures
+from components.resources.cluster import RayCluster
+from components.config.crosscheck import rank_watch_ranks
+from components.config.schema import DeploymentSpec, FabricSpec
+from components.engines import engine_of
+from components.resources.fabric import fabric_environment
+from components.resources.node import Node
+from components.facts import EndpointAnswers
+from components.steps.remote import run
+from components.steps.render import digest, render
+from components.runtimes import RankStart, Runtime
+from components.steps.info import StepInfo
+from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, env_file_text
+from components.resources.watchdog import RankWatch, Watchdog
 
 
 class Deployment(pulumi.ComponentResource):
@@ -93,9 +94,9 @@ class Deployment(pulumi.ComponentResource):
             # Checked again after every start an install step does (also of a Ray unit the engine
             # is bound to), not only when a unit's text changes.
             triggers=[*(cluster.started if cluster is not None else []), *(u.started for u in self.units)],
-            # A failed swap's rollback asks the previous deployment again (components/rollback.py).
+            # A failed swap's rollback asks the previous deployment again (components/steps/rollback.py).
             undo="check")
-        # The benchmark after the gate (components/benchmark.py): its figures, the output `benchmark`.
+        # The benchmark after the gate (components/resources/benchmark.py): its figures, the output `benchmark`.
         self.benchmark = benchmark_step(
             spec, head, parent=self, address=address, engine_digest=digest(*(u.unit_text for u in self.units)),
             env_file=env_file, key_var=key_var, image=runtime.tag, venv_python=runtime.python,

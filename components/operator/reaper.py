@@ -181,8 +181,8 @@ def start() -> None:
         anchors.append((stat.ppid, launcher.started))
     # Its own session and no inherited pipes: the language host must not wait for it, and a
     # Ctrl-C of the operator's terminal reaches the CLI (which shuts down its plugins itself).
-    subprocess.Popen([sys.executable, "-m", "components.reaper", *(f"{p}:{s}" for p, s in anchors)],
-                     cwd=Path(__file__).resolve().parent.parent, start_new_session=True,
+    subprocess.Popen([sys.executable, "-m", "components.operator.reaper", *(f"{p}:{s}" for p, s in anchors)],
+                     cwd=Path(__file__).resolve().parents[2], start_new_session=True,
                      stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                      close_fds=True)
 

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pulumi
 
-from .config import ConfigError
-from .config.load import PROJECT
-from .config.schema import SecretRef
+from components.config import ConfigError
+from components.config.load import PROJECT
+from components.config.schema import SecretRef
 
 
 def resolve(ref: SecretRef, key_path: str, whole_file: bool = False) -> pulumi.Output[str]:

@@ -7,12 +7,12 @@ from typing import Sequence
 
 import pulumi
 
-from . import types
-from .node import Node
-from .facts import UnitKept, UnitRetired
-from .remote import run
-from .render import render
-from .steps import StepInfo
+from components.steps import types
+from components.resources.node import Node
+from components.facts import UnitKept, UnitRetired
+from components.steps.remote import run
+from components.steps.render import render
+from components.steps.info import StepInfo
 
 
 class RetiredService(pulumi.ComponentResource):

@@ -8,12 +8,12 @@ from typing import Sequence
 
 import pulumi
 
-from . import types
-from .node import Node
-from .facts import EnvFileWritten, UnitRunning
-from .remote import run, started, tagged_line
-from .render import digest, render
-from .steps import StepInfo
+from components.steps import types
+from components.resources.node import Node
+from components.facts import EnvFileWritten, UnitRunning
+from components.steps.remote import run, started, tagged_line
+from components.steps.render import digest, render
+from components.steps.info import StepInfo
 
 UNIT_DELIMITER = "BWS_UNIT_EOF"
 # ExecStartPre of the units that load weights (the engine, its Ray nodes): on unified memory the

@@ -1,0 +1,1 @@
+"""The Pulumi components a stack is made of, and ServingStack (stack) that wires them."""
