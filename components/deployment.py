@@ -82,7 +82,8 @@ class Deployment(Component):
             return SystemdUnit(f"{name}-{node.name}",
                                SystemdUnitArgs(node, unit_name, runtime.rank_unit_text(spec, fabric, start),
                                                env_file=env_file, env_text=env_text, depends_on=deps,
-                                               triggers=[runtime.image_id], container=runtime.rank_container(container)),
+                                               triggers=[runtime.image_id],
+                                               container=runtime.rank_container(container)),
                                pulumi.ResourceOptions(parent=self))
 
         deps = [*args.depends_on, *(cluster.ready.all() if cluster is not None else [])]
@@ -126,16 +127,17 @@ class Deployment(Component):
             # The Ray head first (the engine is bound to it and stops with it), then the engine.
             # Armed after the benchmark, whose load would otherwise slow its checks.
             order = [*([cluster.head_unit_name] if cluster is not None else []), unit_name]
+            armed_after = [self.health, *([self.benchmark] if self.benchmark else [])]
             self.watchdog = Watchdog(watchdog_name(spec.name),
                                      WatchdogArgs(spec, head, engine_unit=unit_name, restart_units=order,
-                                                  completion=completion, state_dir=state_dir,
-                                                  depends_on=[self.health, *([self.benchmark] if self.benchmark else [])]),
+                                                  completion=completion, state_dir=state_dir, depends_on=armed_after),
                                      pulumi.ResourceOptions(parent=self))
         # Each rank past the head whose engine needs it watches its connections to the head.
         self.rank_watches = [
             RankWatch(rank_watch_component(spec.name, rank),
-                      RankWatchArgs(spec, node, rank, engine_unit=unit_name, container=runtime.rank_container(container),
-                                    head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health]),
+                      RankWatchArgs(spec, node, rank, engine_unit=unit_name,
+                                    container=runtime.rank_container(container), head_address=str(head_fabric),
+                                    state_dir=state_dir, depends_on=[self.health]),
                       pulumi.ResourceOptions(parent=self))
             for rank, node in enumerate(nodes) if rank in rank_watch_ranks(spec)]
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"

@@ -35,7 +35,8 @@ quiet_when_the_engine_stops()
 spec = NodeSpec.model_validate({
     "name": "lab-1", "host": "198.18.0.250", "arch": "amd64", "gpu": {"kind": "cpu", "count": 1, "memory_gb": 8},
     "ssh": {"user": "root", "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICEvWJmRmEloEL70S2jUEXoPj0Ob7rHWBDbvqcLgNdih"}})
-node = Node("lab-1", NodeArgs(spec, Connection.of_node(spec, open("id_test").read())))
+key = open("id_test").read()
+node = Node("lab-1", NodeArgs(spec, Connection.of_node(spec, key)))
 upload("tiny-upload", node, step=StepInfo("lab-1", "model", do="Upload model tiny from this machine to lab-1"),
        local_dir="model", remote_dir="/var/lib/blackwell-serving/staging/tiny",
        copy_dest="/var/lib/blackwell-serving/models/tiny", parent=node)
