@@ -12,7 +12,7 @@ from components.steps.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
 from components.operator.metrics import file_sd, write_file_sd
 from components.preflight.stack_fit import PreflightError, check_stack_fit
 from components.facts.observer import ObserveError
-from components.resources.stack import ServingStack
+from components.resources.stack import ServingStack, ServingStackArgs
 
 # If the CLI is killed mid-run, its language host and providers are ended with it.
 reaper.start()
@@ -31,7 +31,7 @@ try:
         pulumi.log.warn(warning)
     fits = check_stack_fit(spec, spec.offline, pulumi.log.info)
     # Online, each node is probed once (read-only) so that the plan sees drift on the nodes.
-    stack = ServingStack(pulumi.get_stack(), spec, observe=not spec.offline)
+    stack = ServingStack(pulumi.get_stack(), ServingStackArgs(spec, observe=not spec.offline))
 except ObserveError as err:
     # Raised in `up` once every step is declared; the SDK would still send the declarations to
     # the engine after an exception. Leave before it does, so that nothing runs on any node.

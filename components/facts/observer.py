@@ -26,9 +26,9 @@ Prober = Callable[[str, Watch], NodeFacts]
 
 
 class Observer:
-    def __init__(self, connections: Mapping[str, Mapping], *, dry_run: bool,
+    def __init__(self, connections: Mapping[str, Connection], *, dry_run: bool,
                  prober: Prober | None = None, log: Callable[[str], None] = pulumi.log.info):
-        self._connections = dict(connections)      # node → plain connection inputs (key included)
+        self._connections = dict(connections)      # node → its SSH (components/steps/ssh.py)
         self._dry_run = dry_run
         self._prober = prober or self._ssh_probe
         self._log = log
@@ -89,7 +89,6 @@ class Observer:
             return NodeFacts(unreachable=str(err).strip().splitlines()[0][:300])
 
     def _ssh_probe(self, node: str, watch: Watch) -> NodeFacts:
-        conn = Connection.from_inputs(self._connections[node])
-        out, _ = run_script(conn, probe_script(watch), timeout_s=PROBE_TIMEOUT_S,
+        out, _ = run_script(self._connections[node], probe_script(watch), timeout_s=PROBE_TIMEOUT_S,
                             what=f"observe {node}")
         return parse(out)

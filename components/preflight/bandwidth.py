@@ -8,12 +8,14 @@ else a fraction of the link speed the nodes report (LINE_RATE_FRACTION, of the s
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components import names
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
 from components.resources.containers import docker_args
 from components.resources.fabric import fabric_environment, node_fabric
@@ -123,13 +125,26 @@ def container(deployment: str, rank: int) -> str:
     return names.bandwidth_container(deployment, rank)
 
 
-class FabricBandwidth(pulumi.ComponentResource):
-    """On the head: rank 0 of the all-reduce here, the other ranks on their nodes over SSH."""
+@dataclass(frozen=True)
+class FabricBandwidthArgs:
+    """spec: the deployment whose ranks it measures (index: its place in deployments, for
+    messages); image: what the ranks run in, image_id its trigger."""
+    spec: DeploymentSpec
+    nodes: Sequence[Node]
+    fabric: FabricSpec
+    image: str
+    image_id: pulumi.Input[str]
+    depends_on: Sequence[pulumi.Resource] = ()
+    index: int = 0
 
-    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], fabric: FabricSpec, *, image: str,
-                 image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource], index: int = 0,
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.FABRIC_BANDWIDTH, f"{spec.name}-bandwidth", None, opts)
+
+class FabricBandwidth(Component):
+    """On the head: rank 0 of the all-reduce here, the other ranks on their nodes over SSH."""
+    TYPE = types.FABRIC_BANDWIDTH
+
+    def __init__(self, name: str, args: FabricBandwidthArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, nodes, fabric, image, index = args.spec, args.nodes, args.fabric, args.image, args.index
         check, head = fabric.bandwidth_check, nodes[0]
         bound = time_bound_s(check)
         netdev = node_fabric(fabric, head.spec).netdev
@@ -137,12 +152,12 @@ class FabricBandwidth(pulumi.ComponentResource):
                       argv=rank_argv(spec, fabric, n, r, head, image, bound), **peer_values(head, n, fabric))
                  for r, n in enumerate(nodes) if r > 0]
         self.command = run(
-            f"{spec.name}-bandwidth-check", head, parent=self, depends_on=depends_on, stdin=ALLREDUCE,
+            f"{name}-check", head, parent=self, depends_on=args.depends_on, stdin=ALLREDUCE,
             step=StepInfo(head.name, "preflight",
                           do=f"Preflight: measure the fabric's all-reduce bandwidth between "
                              f"{and_list(spec.nodes)} ({backend(spec)})",
                           undo=f"Drop the fabric bandwidth check of {spec.name}"),
-            triggers=[image_id], timeout_s=bound + 120,
+            triggers=[args.image_id], timeout_s=bound + 120,
             create=render("scripts/preflight-bandwidth.sh.j2", deployment=spec.name, head_name=head.name,
                           nodes=and_list([n.name for n in nodes]), netdev=netdev,
                           backend=backend(spec), size_mb=check.size_mb,
@@ -152,6 +167,7 @@ class FabricBandwidth(pulumi.ComponentResource):
                           hang_fix=hang_fix(spec, fabric, nodes, index),
                           argv=rank_argv(spec, fabric, head, 0, head, image, bound), peers=peers))
         self.bus_gbps = tagged_line(self.command.stdout, "bus-gbps")
+        self.ready = Ready.of([(head.name, self.command)])
         self.register_outputs({"bus_gbps": self.bus_gbps})
 
 

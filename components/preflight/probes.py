@@ -4,11 +4,13 @@ a service depends on them, so a failure leaves every running service as it was."
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import FabricSpec
 from components.engines import Engine
 from components.resources.fabric import node_fabric
@@ -21,28 +23,45 @@ from components.steps.render import python_program, render
 from components.steps.info import StepInfo
 
 
-class EngineProbe(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class EngineProbeArgs:
+    """deployment: its name; image: the tag (or venv directory) the probe runs in, image_id its
+    trigger; argvs: the command line of each rank; venv_python: the venv's python (None: the
+    probe runs in a container of the image)."""
+    deployment: str
+    engine: Engine
+    head: Node
+    image: str
+    model_dir: str
+    argvs: Sequence[Sequence[str]]
+    image_id: pulumi.Input[str]
+    depends_on: Sequence[pulumi.Resource] = ()
+    venv_python: str | None = None
+
+
+class EngineProbe(Component):
     """Inside the engine image on the head: the engine registers the model's architecture, the
     image's transformers parses its config.json, and the engine's own parser takes `argvs` (the
     command line of each rank, Engine.rank_argvs). The probe program bundles the engine's own
     in-image module (Engine.probe_module) with the checker."""
 
-    def __init__(self, deployment: str, engine: Engine, head: Node, image: str, model_dir: str,
-                 argvs: Sequence[Sequence[str]], *,
-                 image_id: pulumi.Input[str], depends_on: Sequence[pulumi.Resource],
-                 venv_python: str | None = None, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.ENGINE_PROBE, f"{deployment}-preflight", None, opts)
-        self.command = run(f"{deployment}-preflight-engine", head, parent=self, depends_on=depends_on,
+    TYPE = types.ENGINE_PROBE
+
+    def __init__(self, name: str, args: EngineProbeArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        deployment, engine, head, venv_python = args.deployment, args.engine, args.head, args.venv_python
+        self.command = run(f"{name}-engine", head, parent=self, depends_on=args.depends_on,
                            stdin=python_program("probe_engine", "engine_flags", engine.probe_module),
                            step=StepInfo(head.name, "preflight",
                                          do=f"Preflight: the engine {'venv' if venv_python else 'image'} of "
                                             f"{deployment} knows its model and takes its flags "
                                             f"(probe on {head.name})",
                                          undo=f"Drop the engine probe of {deployment}"),
-                           triggers=[image_id],
+                           triggers=[args.image_id],
                            create=render("scripts/preflight-engine.sh.j2", deployment=deployment, engine=engine.name,
-                                         image=image, model_dir=model_dir, argvs=[list(a) for a in argvs],
-                                         venv_python=venv_python))
+                                         image=args.image, model_dir=args.model_dir,
+                                         argvs=[list(a) for a in args.argvs], venv_python=venv_python))
+        self.ready = Ready.of([(head.name, self.command)])
         self.register_outputs({})
 
 
@@ -59,17 +78,26 @@ def fabric_script_values(node: Node, fabric: FabricSpec, peers: Sequence[Node]) 
                        for p in peers])
 
 
-class FabricCheck(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class FabricCheckArgs:
+    node: Node
+    fabric: FabricSpec
+    peers: Sequence[Node]
+
+
+class FabricCheck(Component):
     """On one node: the fabric netdev is up with its address and MTU, the peers' MTU the same,
     RDMA ports are ACTIVE (and every RDMA device of the port listed, else a warning), and the
     peers answer on their fabric addresses with frames of the full MTU."""
 
-    def __init__(self, node: Node, fabric: FabricSpec, peers: Sequence[Node],
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.FABRIC_CHECK, f"{node.name}-fabric", None, opts)
-        values = fabric_script_values(node, fabric, peers)
-        fabric = node_fabric(fabric, node.spec)  # its own netdev and HCAs, when it names them
-        self.command = run(f"{node.name}-fabric-check", node, parent=self,
+    TYPE = types.FABRIC_CHECK
+
+    def __init__(self, name: str, args: FabricCheckArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        node = args.node
+        values = fabric_script_values(node, args.fabric, args.peers)
+        fabric = node_fabric(args.fabric, node.spec)  # its own netdev and HCAs, when it names them
+        self.command = run(f"{name}-check", node, parent=self,
                            step=StepInfo(node.name, "preflight",
                                          do=f"Preflight: the fabric link of {node.name} is up "
                                             "(address, MTU, RDMA ports, peers)",
@@ -77,4 +105,5 @@ class FabricCheck(pulumi.ComponentResource):
                            create=render("scripts/preflight-fabric.sh.j2", **values),
                            expect=FabricUp(node.name, fabric.netdev, str(node.spec.fabric_address), fabric.mtu,
                                            tuple(rdma_port(h) for h in fabric.hcas)))
+        self.ready = Ready.of([(node.name, self.command)])
         self.register_outputs({})

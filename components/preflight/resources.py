@@ -25,11 +25,13 @@ runtime does not)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import StackSpec
 from components.resources.node import Node
 from components.steps.remote import run
@@ -80,21 +82,30 @@ def script_values(spec: StackSpec, node: str) -> dict:
                 retired=[r.unit for r in spec.retire if r.node == node], cuda=cuda_need(spec, node))
 
 
-class NodeResources(pulumi.ComponentResource):
-    """On one node: its GPUs are visible and its free memory covers the deployments' claims."""
+@dataclass(frozen=True)
+class NodeResourcesArgs:
+    node: Node
+    spec: StackSpec
 
-    def __init__(self, node: Node, spec: StackSpec, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.NODE_RESOURCES, f"{node.name}-resources", None, opts)
+
+class NodeResources(Component):
+    """On one node: its GPUs are visible and its free memory covers the deployments' claims."""
+    TYPE = types.NODE_RESOURCES
+
+    def __init__(self, name: str, args: NodeResourcesArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        node, spec = args.node, args.spec
         values = script_values(spec, node.name)
         need = f"{values['need'] / GB:.1f} GB"
         do = (f"Preflight: {node.name} has no GPU and none is expected (gpu.kind cpu); its memory reported "
               f"against its deployments' claim of {need}, not enforced" if values["kind"] == "cpu" else
               f"Preflight: {node.name} sees its {values['count']} {values['gpu_name']} GPU"
               f"{'s' if values['count'] > 1 else ''} and has the {need} its deployments claim free")
-        self.command = run(f"{node.name}-resources-check", node, parent=self,
+        self.command = run(f"{name}-check", node, parent=self,
                            step=StepInfo(node.name, "preflight", do=do,
                                          undo=f"Drop the GPU and memory check of {node.name}"),
                            create=render("scripts/preflight-resources.sh.j2", **values))
+        self.ready = Ready.of([(node.name, self.command)])
         self.register_outputs({})
 
 
@@ -110,35 +121,49 @@ def container_gpu_checks(spec: StackSpec) -> list[tuple[str, str, int]]:
     return pairs
 
 
-class ContainerGpus(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class ContainerGpusArgs:
+    """image: the image entry's name; tag: what the container runs."""
+    node: Node
+    spec: StackSpec
+    image: str
+    tag: str
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class ContainerGpus(Component):
     """On one node, once the engine image is there: a container of it started with --gpus all
     lists the node's GPUs (nvidia-smi -L), bounded by a timeout."""
+    TYPE = types.CONTAINER_GPUS
 
-    def __init__(self, node: Node, spec: StackSpec, image: str, tag: str, depends_on: Sequence[pulumi.Resource],
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.CONTAINER_GPUS, f"{node.name}-{image}-gpus", None, opts)
+    def __init__(self, name: str, args: ContainerGpusArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        node, spec, image = args.node, args.spec, args.image
         index = next(i for i, n in enumerate(spec.nodes) if n.name == node.name)
         count = spec.node(node.name).gpu.count
-        self.command = run(f"{node.name}-{image}-gpus-check", node, parent=self, depends_on=list(depends_on),
+        self.command = run(f"{name}-check", node, parent=self, depends_on=list(args.depends_on),
                            step=StepInfo(node.name, "preflight",
                                          do=f"Preflight: a container of image {image} sees the {count} GPU"
                                             f"{'s' if count > 1 else ''} of {node.name} (docker --gpus all)",
                                          undo=f"Drop the container GPU check of {image} on {node.name}"),
                            create=render("scripts/preflight-container-gpus.sh.j2", node_name=node.name,
-                                         node_key=f"nodes[{index}]", image=image, tag=tag, count=count,
+                                         node_key=f"nodes[{index}]", image=image, tag=args.tag, count=count,
                                          timeout_s=CONTAINER_GPUS_TIMEOUT_S))
+        self.ready = Ready.of([(node.name, self.command)])
         self.register_outputs({})
 
 
 def resource_checks(spec: StackSpec, nodes: dict[str, Node], opts: pulumi.ResourceOptions,
-                    image_ready: dict[str, dict[str, pulumi.Resource]] | None = None,
+                    image_ready: dict[str, Ready] | None = None,
                     tags: dict[str, str] | None = None) -> list:
     """One check per node that any deployment runs on, in the order of nodes: (a CPU node's
     says "no GPU expected" and reports the memory); then, given the images' readiness per node
     and their tags, one container GPU check per docker-runtime engine image on a GPU node."""
     claimed = node_claims(spec)
-    checks: list = [NodeResources(nodes[n.name], spec, opts) for n in spec.nodes if n.name in claimed]
+    checks: list = [NodeResources(f"{n.name}-resources", NodeResourcesArgs(nodes[n.name], spec), opts)
+                    for n in spec.nodes if n.name in claimed]
     if image_ready is not None and tags is not None:
-        checks += [ContainerGpus(nodes[n], spec, img, tags[img], [image_ready[img][n]], opts)
+        checks += [ContainerGpus(f"{n}-{img}-gpus", ContainerGpusArgs(nodes[n], spec, img, tags[img],
+                                                                       image_ready[img].on(n)), opts)
                    for n, img, _ in container_gpu_checks(spec)]
     return checks

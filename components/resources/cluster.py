@@ -3,12 +3,14 @@ addresses, each a container under systemd; ready when every node has joined."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components import names
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
 from components.resources.containers import docker_args
 from components.resources.fabric import fabric_environment
@@ -17,7 +19,7 @@ from components.facts import RayMembers
 from components.steps.remote import run
 from components.steps.render import render
 from components.steps.info import StepInfo
-from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, container_unit_text
+from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, SystemdUnitArgs, container_unit_text
 
 
 # bash: until HOST:PORT accepts a TCP connection, for at most SECONDS.
@@ -44,45 +46,65 @@ def ray_memory_monitor(ray: RaySpec, node: NodeSpec) -> dict[str, str]:
             "RAY_memory_usage_threshold": f"{ray.unified_memory_usage_threshold:g}"}
 
 
-class RayCluster(pulumi.ComponentResource):
-    def __init__(self, name: str, head: Node, workers: Sequence[Node], *, image: str,
-                 image_id: pulumi.Input[str], fabric: FabricSpec,
-                 ray: RaySpec, docker: DockerRun, state_dir: str, mounts: Sequence[str] = (),
-                 env: dict[str, str] | None = None, drop_page_cache: bool = False,
-                 depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.RAY_CLUSTER, name, None, opts)
+@dataclass(frozen=True)
+class RayClusterArgs:
+    """image, image_id: what the Ray containers run (a new ID restarts them); mounts, env: the
+    deployment's, for every Ray node (its workers run the engine's ranks)."""
+    head: Node
+    workers: Sequence[Node]
+    image: str
+    image_id: pulumi.Input[str]
+    fabric: FabricSpec
+    ray: RaySpec
+    docker: DockerRun
+    state_dir: str
+    mounts: Sequence[str] = ()
+    env: dict[str, str] | None = None
+    drop_page_cache: bool = False
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class RayCluster(Component):
+    """ready: every node has joined (the wait on its head)."""
+    TYPE = types.RAY_CLUSTER
+
+    def __init__(self, name: str, args: RayClusterArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        head, workers, image, fabric, ray = args.head, args.workers, args.image, args.fabric, args.ray
+        depends_on = args.depends_on
         self.head = head
         self.head_address = str(head.spec.fabric_address)
         self.address = f"{self.head_address}:{ray.port}"
         self.head_unit_name = names.ray_unit(name, "head")
         self.container = names.ray_container(name, "head")
-        tmp = ray_tmp_dir(state_dir, name)
+        tmp = ray_tmp_dir(args.state_dir, name)
         self.tmp_dir = tmp
         object_store = str(int(ray.object_store_gb * 1024 ** 3))
         # ExecStartPre of the units that need the head (workers, the engine): after a reboot all
         # start together; each waits (bounded) until the head's GCS port answers.
         self.wait_for_head = ["/bin/bash", "-c", WAIT_FOR_PORT, "wait-for-ray-head", self.head_address,
                               str(ray.port), str(ray.join_timeout_s)]
-        deployment_env = env
 
         def node_unit(node: Node, role: str, command: list[str], unit_name: str, container: str,
                       deps: Sequence[pulumi.Resource], waits: bool = False) -> SystemdUnit:
             # The deployment's env reaches every Ray node (its workers run the engine's ranks).
             env = {**fabric_environment(fabric, node.spec), **ray_memory_monitor(ray, node.spec),
-                   **(deployment_env or {})}
+                   **(args.env or {})}
             text = container_unit_text(
                 component=f"RayCluster {name}", description=f"blackwell-serving Ray {role} ({name})",
                 container=container, image=image, command=command,
-                docker_args=docker_args(docker, fabric, list(env), [*mounts, f"{tmp}:/tmp/ray"]),
+                docker_args=docker_args(args.docker, fabric, list(env), [*args.mounts, f"{tmp}:/tmp/ray"]),
                 environment=env, restart="always",
                 pre_start=[["/usr/bin/mkdir", "-p", tmp], *([self.wait_for_head] if waits else []),
-                           *([DROP_PAGE_CACHE] if drop_page_cache else [])])
+                           *([DROP_PAGE_CACHE] if args.drop_page_cache else [])])
             # A new image under the same tag restarts the container too.
             step = StepInfo(node.name, "cluster", do=f"Start Ray {role} on {node.name}",
                             redo=f"Restart Ray {role} on {node.name} with its new unit",
                             undo=f"Stop Ray {role} on {node.name}")
-            return SystemdUnit(f"{name}-{role}-{node.name}", node, unit_name, text, step=step, depends_on=deps,
-                               triggers=[image_id], container=container, opts=pulumi.ResourceOptions(parent=self))
+            return SystemdUnit(f"{name}-{role}-{node.name}",
+                               SystemdUnitArgs(node, unit_name, text, step=step, depends_on=deps,
+                                               triggers=[args.image_id], container=container),
+                               pulumi.ResourceOptions(parent=self))
 
         self.head_unit = node_unit(
             head, "head",
@@ -96,17 +118,18 @@ class RayCluster(pulumi.ComponentResource):
                        f"--node-ip-address={w.spec.fabric_address}", f"--object-store-memory={object_store}",
                        "--disable-usage-stats"],
                       names.ray_unit(name, "worker"), names.ray_container(name, "worker"),
-                      [*depends_on, self.head_unit], waits=True)
+                      [*depends_on, *self.head_unit.ready.all()], waits=True)
             for w in workers]
         # Each start of a Ray unit by its install step: the join is checked again after it.
         self.started = [u.started for u in (self.head_unit, *self.worker_units)]
-        self.ready = run(f"{name}-ready", head, parent=self,
-                         step=StepInfo(head.name, "cluster", do=f"Wait until every node has joined Ray cluster {name}",
-                                       undo=f"Forget the readiness check of Ray cluster {name}"),
-                         depends_on=[self.head_unit, *self.worker_units],
-                         create=render("scripts/wait-ray.sh.j2", cluster=name, container=self.container,
-                                       expected=1 + len(workers), timeout_s=ray.join_timeout_s),
-                         triggers=self.started,
-                         expect=RayMembers(head.name, self.container, 1 + len(workers)))
+        self.joined = run(f"{name}-ready", head, parent=self,
+                          step=StepInfo(head.name, "cluster", do=f"Wait until every node has joined Ray cluster {name}",
+                                        undo=f"Forget the readiness check of Ray cluster {name}"),
+                          depends_on=[s for u in (self.head_unit, *self.worker_units) for s in u.ready.all()],
+                          create=render("scripts/wait-ray.sh.j2", cluster=name, container=self.container,
+                                        expected=1 + len(workers), timeout_s=ray.join_timeout_s),
+                          triggers=self.started,
+                          expect=RayMembers(head.name, self.container, 1 + len(workers)))
+        self.ready = Ready.of([(head.name, self.joined)])
         self.register_outputs({"head": head.name, "workers": [w.name for w in workers],
                                "address": self.address})

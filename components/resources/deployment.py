@@ -5,12 +5,14 @@ launch — and the health gate that sends a real chat completion. Its endpoint i
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components import names
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.resources.benchmark import benchmark_step, figures as benchmark_figures
 from components.resources.cluster import RayCluster
 from components.config.crosscheck import rank_watch_ranks
@@ -23,16 +25,41 @@ from components.steps.remote import run
 from components.steps.render import digest, render
 from components.runtimes import RankStart, Runtime
 from components.steps.info import StepInfo
-from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, env_file_text
-from components.resources.watchdog import RankWatch, Watchdog
+from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, SystemdUnitArgs, env_file_text
+from components.resources.watchdog import (
+    RankWatch,
+    RankWatchArgs,
+    Watchdog,
+    WatchdogArgs,
+    rank_watch_component,
+    watchdog_name,
+)
 
 
-class Deployment(pulumi.ComponentResource):
-    def __init__(self, spec: DeploymentSpec, nodes: Sequence[Node], *, runtime: Runtime, model_path: str,
-                 model_cache_dir: str, fabric: FabricSpec | None, cluster: RayCluster | None,
-                 api_key: pulumi.Output[str] | None, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.DEPLOYMENT, spec.name, None, opts)
+@dataclass(frozen=True)
+class DeploymentArgs:
+    """nodes: the head first; runtime: the image entry it runs (components/runtimes); cluster:
+    its Ray cluster (topology ray); api_key: the engine's key (a secret), None without one."""
+    spec: DeploymentSpec
+    nodes: Sequence[Node]
+    runtime: Runtime
+    model_path: str
+    model_cache_dir: str
+    fabric: FabricSpec | None
+    state_dir: str
+    cluster: RayCluster | None = None
+    api_key: pulumi.Output[str] | None = None
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class Deployment(Component):
+    """ready: its health gate passed on the head (the benchmark and the watchdog come after)."""
+    TYPE = types.DEPLOYMENT
+
+    def __init__(self, name: str, args: DeploymentArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, nodes, runtime, fabric, cluster = args.spec, args.nodes, args.runtime, args.fabric, args.cluster
+        api_key, model_cache_dir, state_dir = args.api_key, args.model_cache_dir, args.state_dir
         self.spec = spec
         engine = engine_of(spec)
         head = nodes[0]
@@ -58,14 +85,16 @@ class Deployment(pulumi.ComponentResource):
             start = RankStart(
                 component=f"Deployment {spec.name}", description=f"blackwell-serving {spec.engine} {spec.name}"
                 + (f" (rank {rank})" if spec.topology == "native" else ""), container=container,
-                command=engine.argv(spec, model_path, rank, head_fabric), environment=env, env_file=env_file,
+                command=engine.argv(spec, args.model_path, rank, head_fabric), environment=env, env_file=env_file,
                 mounts=mounts, after=after, binds_to=binds, restart=engine.restart(spec), pre_start=pre_start)
-            return SystemdUnit(f"{spec.name}-{node.name}", node, unit_name, runtime.rank_unit_text(spec, fabric, start),
-                               env_file=env_file, env_text=env_text, depends_on=deps, triggers=[runtime.image_id],
-                               container=runtime.rank_container(container),
-                               opts=pulumi.ResourceOptions(parent=self))
+            return SystemdUnit(f"{name}-{node.name}",
+                               SystemdUnitArgs(node, unit_name, runtime.rank_unit_text(spec, fabric, start),
+                                               env_file=env_file, env_text=env_text, depends_on=deps,
+                                               triggers=[runtime.image_id],
+                                               container=runtime.rank_container(container)),
+                               pulumi.ResourceOptions(parent=self))
 
-        deps = list(depends_on) + ([cluster.ready] if cluster is not None else [])
+        deps = [*args.depends_on, *(cluster.ready.all() if cluster is not None else [])]
         if spec.topology == "native":
             # SGLang's or vLLM's own launch: the other ranks first (vLLM's --headless), then rank 0
             # on the head, which answers the API. A rank that dies takes the engine with it: the
@@ -73,7 +102,7 @@ class Deployment(pulumi.ComponentResource):
             # and the other ranks, which then lose their peer and exit, restart by Restart= and
             # meet it again.
             workers = [unit_for(n, r, deps) for r, n in enumerate(nodes) if r > 0]
-            self.units = [unit_for(head, 0, [*deps, *workers]), *workers]
+            self.units = [unit_for(head, 0, [*deps, *(s for w in workers for s in w.ready.all())]), *workers]
         else:
             self.units = [unit_for(head, 0, deps)]
 
@@ -84,7 +113,7 @@ class Deployment(pulumi.ComponentResource):
         completion = dict(address=address, port=spec.port, env_file=env_file, key_var=key_var,
                           request_json=json.dumps(request))
         self.health = run(
-            f"{spec.name}-health", head, parent=self, depends_on=self.units,
+            f"{name}-health", head, parent=self, depends_on=[s for u in self.units for s in u.ready.all()],
             step=StepInfo(head.name, "verify", do=f"Health gate: a real chat completion from {spec.name}",
                           undo=f"Drop the health gate of {spec.name}"),
             create=render("scripts/health-gate.sh.j2", deployment=spec.name, served_name=spec.served_name,
@@ -106,18 +135,22 @@ class Deployment(pulumi.ComponentResource):
             # The Ray head first (the engine is bound to it and stops with it), then the engine.
             # Armed after the benchmark, whose load would otherwise slow its checks.
             order = [*([cluster.head_unit_name] if cluster is not None else []), unit_name]
-            self.watchdog = Watchdog(spec, head, engine_unit=unit_name, restart_units=order, completion=completion,
-                                     state_dir=state_dir,
-                                     depends_on=[self.health, *([self.benchmark] if self.benchmark else [])],
-                                     opts=pulumi.ResourceOptions(parent=self))
+            armed_after = [self.health, *([self.benchmark] if self.benchmark else [])]
+            self.watchdog = Watchdog(watchdog_name(spec.name),
+                                     WatchdogArgs(spec, head, engine_unit=unit_name, restart_units=order,
+                                                  completion=completion, state_dir=state_dir, depends_on=armed_after),
+                                     pulumi.ResourceOptions(parent=self))
         # Each rank past the head whose engine needs it watches its connections to the head.
         self.rank_watches = [
-            RankWatch(spec, node, rank, engine_unit=unit_name, container=runtime.rank_container(container),
-                      head_address=str(head_fabric), state_dir=state_dir, depends_on=[self.health],
-                      opts=pulumi.ResourceOptions(parent=self))
+            RankWatch(rank_watch_component(spec.name, rank),
+                      RankWatchArgs(spec, node, rank, engine_unit=unit_name,
+                                    container=runtime.rank_container(container), head_address=str(head_fabric),
+                                    state_dir=state_dir, depends_on=[self.health]),
+                      pulumi.ResourceOptions(parent=self))
             for rank, node in enumerate(nodes) if rank in rank_watch_ranks(spec)]
         self.endpoint = f"http://{head.spec.host}:{spec.port}/v1"
         self.sample = self.health.stdout.apply(_completion_text)
+        self.ready = Ready.of([(head.name, self.health)])
         self.register_outputs({"endpoint": self.endpoint, "sample": self.sample})
 
 

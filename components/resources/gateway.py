@@ -56,6 +56,7 @@ import pulumi
 
 from components import names
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import DeploymentSpec, StackSpec
 from components.resources.containers import file_mount
 from components.resources.node import Node
@@ -198,16 +199,30 @@ def health_requests(spec: StackSpec) -> list[dict]:
     return out
 
 
-class Gateway(pulumi.ComponentResource):
-    def __init__(self, spec: StackSpec, node: Node, *, image: str, image_id: pulumi.Input[str],
-                 engines_ready: Sequence[pulumi.Resource] = (), depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.GATEWAY, "gateway", None, opts)
+@dataclass(frozen=True)
+class GatewayArgs:
+    """node: where it runs (gateway.node); image, image_id: the gateway image's tag and ID;
+    engines_ready: what its health gate waits for (every deployment's)."""
+    spec: StackSpec
+    node: Node
+    image: str
+    image_id: pulumi.Input[str]
+    engines_ready: Sequence[pulumi.Resource] = ()
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class Gateway(Component):
+    """ready: its health gate passed (a real request for every model through it)."""
+    TYPE = types.GATEWAY
+
+    def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, node, depends_on = args.spec, args.node, args.depends_on
         gw = spec.gateway
         self.config_text = litellm_config(spec)
         # The routes and the key check they name: a change of either rewrites both and restarts.
         self.config_digest = digest(self.config_text, KEY_CHECK_TEXT)
-        self.unit_text = gateway_unit_text(spec, image, self.config_digest)
+        self.unit_text = gateway_unit_text(spec, args.image, self.config_digest)
         if UNIT_DELIMITER in self.unit_text:
             raise ValueError(f"the gateway's unit may not contain {UNIT_DELIMITER}")
         values = dict(unit_name=UNIT, container=CONTAINER, config_dir=CONFIG_DIR)
@@ -216,20 +231,20 @@ class Gateway(pulumi.ComponentResource):
                         undo=f"Stop and remove the gateway ({UNIT}) from {node.name}")
         # Its keys travel apart, as an engine's (components/resources/unit.py): a step of their own, whose
         # generation restarts the gateway; this step's inputs (its unit, its routes) stay plain.
-        self.env = env_step("gateway", node, UNIT, ENV_FILE, env_file_text(gateway_keys(spec)), step, self, depends_on)
+        self.env = env_step(name, node, UNIT, ENV_FILE, env_file_text(gateway_keys(spec)), step, self, depends_on)
         # Its own step: the routes' digest, the image it runs and its keys' generation are its
         # triggers; the engines' steps do not depend on it, so a new config restarts the gateway alone.
         self.install = run(
-            "gateway-install", node, parent=self, depends_on=[*depends_on, self.env], step=step,
+            f"{name}-install", node, parent=self, depends_on=[*depends_on, self.env], step=step,
             create=render("scripts/install-gateway.sh.j2", unit_text=self.unit_text, config_text=self.config_text,
                           config_file=CONFIG_FILE, key_check_text=KEY_CHECK_TEXT, key_check_file=KEY_CHECK_FILE,
                           **values),
             delete=render("scripts/remove-gateway.sh.j2", **values),
-            triggers=[image_id, self.config_digest, generation_of(self.env)], undo="previous", unit=UNIT,
+            triggers=[args.image_id, self.config_digest, generation_of(self.env)], undo="previous", unit=UNIT,
             expect=UnitRunning(node.name, UNIT, self.unit_text))
         address = "127.0.0.1" if str(gw.bind) == "0.0.0.0" else str(gw.bind)
         self.health = run(
-            "gateway-health", node, parent=self, depends_on=[self.install, *engines_ready],
+            f"{name}-health", node, parent=self, depends_on=[self.install, *args.engines_ready],
             step=StepInfo(node.name, "verify", do="Health gate: a real request through the gateway for every model",
                           undo="Drop the gateway's health gate"),
             create=render("scripts/gateway-health.sh.j2", address=address, port=gw.port, unit=UNIT, env_file=ENV_FILE,
@@ -239,17 +254,18 @@ class Gateway(pulumi.ComponentResource):
             expect=EndpointAnswers(node.name, f"http://{_url_host(address)}:{gw.port}/health/liveliness"))
         self.endpoint = f"http://{node.spec.host}:{gw.port}/v1"
         self.models = [r.model for r in routes(spec)]
+        self.ready = Ready.of([(node.name, self.health)])
         self.register_outputs({"endpoint": self.endpoint, "models": self.models, "config_digest": self.config_digest})
 
 
-def gateway_for(spec: StackSpec, nodes: Mapping[str, Node], images: Mapping, image_ready: Mapping,
-                deployments: Mapping, gates: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions) -> Gateway | None:
+def gateway_for(spec: StackSpec, nodes: Mapping[str, Node], images: Mapping, deployments: Mapping,
+                gates: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions) -> Gateway | None:
     """The stack's gateway (None without `gateway:`): after its image is on its node and after the
     checks and retirements that gate anything of ours there; its gate after every engine's."""
     if spec.gateway is None:
         return None
     gw = spec.gateway
     image = images[gw.image]
-    return Gateway(spec, nodes[gw.node], image=image.tag, image_id=image.image_id,
-                   engines_ready=[d.health for d in deployments.values()],
-                   depends_on=[image_ready[gw.image][gw.node], *gates], opts=opts)
+    return Gateway("gateway", GatewayArgs(spec, nodes[gw.node], image=image.tag, image_id=image.image_id,
+                                          engines_ready=[s for d in deployments.values() for s in d.ready.all()],
+                                          depends_on=[*image.ready.on(gw.node), *gates]), opts)

@@ -4,11 +4,13 @@ on every other node that needs it, over the fabric, skipped when the image ID al
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
 from components.resources.layer_registry import LayerRegistry, registry_repo
 from components.resources.node import Node
@@ -36,15 +38,24 @@ def image_tag(spec: ImageSpec) -> str:
     return f"blackwell-serving/{spec.name}:{digest(dockerfile(spec))}"
 
 
-class ContainerImage(pulumi.ComponentResource):
-    def __init__(self, spec: ImageSpec, build_node: Node, *, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.CONTAINER_IMAGE, spec.name, None, opts)
+@dataclass(frozen=True)
+class ContainerImageArgs:
+    spec: ImageSpec
+    build_node: Node
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class ContainerImage(Component):
+    TYPE = types.CONTAINER_IMAGE
+
+    def __init__(self, name: str, args: ContainerImageArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, build_node = args.spec, args.build_node
         self.spec = spec
         self.tag = image_tag(spec)
         self.build_node = build_node
         reqs = requirements(spec)
-        self.build = run(f"{spec.name}-build", build_node, parent=self, depends_on=depends_on,
+        self.build = run(f"{name}-build", build_node, parent=self, depends_on=args.depends_on,
                          step=StepInfo(build_node.name, "image",
                                        do=f"Build image {spec.name} on {build_node.name} ({', '.join(reqs)})"
                                        if reqs else f"Pull image {spec.base} on {build_node.name}",
@@ -56,6 +67,7 @@ class ContainerImage(pulumi.ComponentResource):
                          if self.tag != spec.base else None,
                          expect=ImagePresent(build_node.name, self.tag))
         self.image_id = tagged_line(self.build.stdout, "image-id")
+        self.ready = Ready.of([(build_node.name, self.build)])
         self.register_outputs({"tag": self.tag, "image_id": self.image_id})
 
 
@@ -78,32 +90,42 @@ def staging_dir(state_dir: str) -> str:
     return f"{state_dir}/image-staging"
 
 
-class ImageSync(pulumi.ComponentResource):
+@dataclass(frozen=True)
+class ImageSyncArgs:
+    image: ContainerImage
+    peers: Sequence[Node]
+    fabric: FabricSpec | None
+    state_dir: str
+    registry: LayerRegistry | None = None
+
+
+class ImageSync(Component):
     """Only the layers a peer lacks cross the fabric (templates/scripts/image_layers.py), staged
     on the peer as they arrive so an interrupted copy resumes at layer granularity. Past one
     peer, peers that hold the image pass it on (components/resources/relay.py). With a layer registry on
     the build node, its own copies read the new layers from there (components/resources/layer_registry.py);
     copies from peers keep `docker save`."""
 
-    def __init__(self, image: ContainerImage, peers: Sequence[Node], fabric: FabricSpec | None,
-                 state_dir: str, opts: pulumi.ResourceOptions | None = None, *,
-                 registry: LayerRegistry | None = None):
-        name = f"{image.spec.name}-sync"
-        super().__init__(types.IMAGE_SYNC, name, None, opts)
+    TYPE = types.IMAGE_SYNC
+
+    def __init__(self, name: str, args: ImageSyncArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        image, peers, fabric, registry = args.image, args.peers, args.fabric, args.registry
         self.copies = {}
         for sender, peer, _, after in relay_plan(image.build_node, peers):
             via = registry if sender is image.build_node else None
-            values = dict(tag=image.tag, staging_dir=staging_dir(state_dir),
+            values = dict(tag=image.tag, staging_dir=staging_dir(args.state_dir),
                           registry_port=via.port if via else None, registry_repo=registry_repo(image.spec.name),
                           **peer_values(sender, peer, fabric))
             self.copies[peer.name] = run(f"{name}-{peer.name}", sender, parent=self,
                                          step=StepInfo(sender.name, "image",
                                                        do=f"Copy image {image.spec.name} to {peer.name} {over(fabric)}",
                                                        undo=f"Remove image {image.spec.name} from {peer.name}"),
-                                         depends_on=[image.build, *([via.start] if via else []),
+                                         depends_on=[*image.ready.all(), *(via.ready.all() if via else []),
                                                      *(self.copies[a.name] for a in after)],
                                          triggers=[image.image_id],
                                          create=render("scripts/sync-image.sh.j2", **values),
                                          delete=render("scripts/unsync-image.sh.j2", **values),
                                          expect=ImageCopied(sender.name, peer.name, image.tag))
+        self.ready = Ready.of(self.copies.items())
         self.register_outputs({"peers": [p.name for p in peers]})

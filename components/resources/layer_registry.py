@@ -8,11 +8,13 @@ an insecure registry by default), and the peers' daemons never use it."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Sequence
 
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.names import LAYER_REGISTRY_CONTAINER
 from components.config.schema import LayerRegistry as LayerRegistrySpec
 from components.resources.node import Node
@@ -48,10 +50,24 @@ def fill_script(tag: str, port: int, image_name: str) -> str:
                   registry_repo=registry_repo(image_name))
 
 
-class LayerRegistry(pulumi.ComponentResource):
-    def __init__(self, spec: LayerRegistrySpec, node: Node, opts: pulumi.ResourceOptions | None = None):
-        name = f"layer-registry-{node.name}"
-        super().__init__(types.LAYER_REGISTRY, name, None, opts)
+def layer_registry_name(node: str) -> str:
+    return f"layer-registry-{node}"
+
+
+@dataclass(frozen=True)
+class LayerRegistryArgs:
+    spec: LayerRegistrySpec
+    node: Node
+
+
+class LayerRegistry(Component):
+    """ready: the registry started on its node (the copies from there wait for it); the fills
+    come later, after the copies (fill)."""
+    TYPE = types.LAYER_REGISTRY
+
+    def __init__(self, name: str, args: LayerRegistryArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, node = args.spec, args.node
         self.name, self.node, self.port, self.config = name, node, spec.port, config_digest(spec)
         start, remove = registry_scripts(spec, node.name)
         # The copies from this node wait for it (components/resources/image.py ImageSync).
@@ -61,6 +77,7 @@ class LayerRegistry(pulumi.ComponentResource):
                                        undo=f"Remove the layer registry and the layers it keeps from {node.name}"),
                          create=start, delete=remove,
                          expect=EndpointAnswers(node.name, f"http://127.0.0.1:{spec.port}/v2/"))
+        self.ready = Ready.of([(node.name, self.start)])
         self.fills: dict[str, pulumi.Resource] = {}
         self.register_outputs({"port": spec.port})
 
@@ -74,5 +91,5 @@ class LayerRegistry(pulumi.ComponentResource):
                           do=f"Keep the layers of image {name} in the layer registry on {self.node.name}",
                           undo=f"Stop keeping the layers of image {name} in the layer registry on {self.node.name}"),
             # Run again for a new image, and for a registry configured anew (maybe another, empty storage).
-            depends_on=[image.build, self.start, *after], triggers=[image.image_id, self.config],
+            depends_on=[*image.ready.all(), self.start, *after], triggers=[image.image_id, self.config],
             create=fill_script(image.tag, self.port, name))

@@ -7,11 +7,13 @@ Everything is staged and renamed, so a cache directory is either complete or abs
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
 from components.resources.image import over, peer_values
 from components.resources.node import Node
@@ -28,24 +30,39 @@ def cache_paths(spec: ModelSpec) -> tuple[str, str]:
     return f"{spec.cache_dir}/{leaf}", f"{spec.cache_dir}/.staging/{leaf}"
 
 
-class ModelCache(pulumi.ComponentResource):
-    def __init__(self, spec: ModelSpec, fetch_node: Node, peers: Sequence[Node], fabric: FabricSpec | None,
-                 *, downloader_image: str | None, downloader_python: str | None = None, hf_token: pulumi.Output[str] | None = None,
-                 depends_on: Sequence[pulumi.Resource] = (), opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.MODEL_CACHE, spec.name, None, opts)
+@dataclass(frozen=True)
+class ModelCacheArgs:
+    """downloader_image / downloader_python: how a hub download runs (components/runtimes
+    downloader): in a container of that image, or with the node's python."""
+    spec: ModelSpec
+    fetch_node: Node
+    peers: Sequence[Node]
+    fabric: FabricSpec | None
+    downloader_image: str | None
+    downloader_python: str | None = None
+    hf_token: pulumi.Output[str] | None = None
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class ModelCache(Component):
+    TYPE = types.MODEL_CACHE
+
+    def __init__(self, name: str, args: ModelCacheArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, fetch_node, fabric, hf_token = args.spec, args.fetch_node, args.fabric, args.hf_token
         self.spec = spec
         self.path, staging = cache_paths(spec)
         common = dict(model_name=spec.name, final_dir=self.path, staging_dir=staging)
         node = fetch_node.name
         with_token = hf_token is not None and spec.source.kind == "hub"
-        fetch_after = list(depends_on)
+        fetch_after = list(args.depends_on)
         triggers: list[pulumi.Input] = []
         if spec.source.kind == "local":
             # From the operator's machine into the staging directory (again when its content
             # changed); the fetch script then hashes it and renames it into place.
             source = os.path.expanduser(spec.source.path)
             self.upload = upload(f"{spec.name}-upload", fetch_node, local_dir=source, remote_dir=staging,
-                                 copy_dest=self.path, parent=self, depends_on=depends_on,
+                                 copy_dest=self.path, parent=self, depends_on=args.depends_on,
                                  step=StepInfo(node, "model", do=f"Upload model {spec.name} from this machine to {node}",
                                                undo=f"Forget the upload of model {spec.name} to {node}"),
                                  expect=CacheComplete(node, self.path))
@@ -55,25 +72,26 @@ class ModelCache(pulumi.ComponentResource):
             f"{spec.name}-fetch", fetch_node, parent=self, depends_on=fetch_after, triggers=triggers,
             step=StepInfo(node, "model", do=_fetch_sentence(spec, node), undo=f"Remove model {spec.name} from {node}"),
             create=render("scripts/fetch-model.sh.j2", kind=spec.source.kind, repo=spec.repo,
-                          revision=spec.revision, image=downloader_image, python=downloader_python,
+                          revision=spec.revision, image=args.downloader_image, python=args.downloader_python,
                           with_token=with_token, endpoint=spec.source.endpoint,
                           source_path=spec.source.path or "", **common),
             delete=render("scripts/remove-model.sh.j2", **common),
             stdin=hf_token.apply(lambda t: f"{t}\n") if with_token else None,
             expect=CacheComplete(node, self.path))
-        self.ready: dict[str, pulumi.Resource] = {node: self.fetch}
-        for sender, peer, _, after in relay_plan(fetch_node, peers):
+        there: dict[str, pulumi.Resource] = {node: self.fetch}
+        for sender, peer, _, after in relay_plan(fetch_node, args.peers):
             values = dict(**common, **peer_values(sender, peer, fabric),
                           streams=fabric.copy_streams if fabric else DEFAULT_COPY_STREAMS)
-            self.ready[peer.name] = run(
+            there[peer.name] = run(
                 f"{spec.name}-to-{peer.name}", sender, parent=self,
-                depends_on=[self.fetch, *(self.ready[a.name] for a in after)],
+                depends_on=[self.fetch, *(there[a.name] for a in after)],
                 step=StepInfo(sender.name, "model", do=f"Copy model {spec.name} to {peer.name} {over(fabric)}",
                               undo=f"Remove model {spec.name} from {peer.name}"),
                 create=render("scripts/sync-model.sh.j2", **values),
                 delete=render("scripts/unsync-model.sh.j2", **values),
                 expect=CacheCopied(sender.name, peer.name, self.path))
-        self.register_outputs({"path": self.path, "nodes": list(self.ready)})
+        self.ready = Ready.of(there.items())
+        self.register_outputs({"path": self.path, "nodes": list(there)})
 
 
 def _fetch_sentence(spec: ModelSpec, node: str) -> str:

@@ -1,40 +1,45 @@
 """Node: one machine reached by SSH with a pinned host key. Other components run their
-scripts through its connection (components/steps/remote.py) and record there what each step is
+scripts through its connection (components/steps/ssh.py Connection, components/steps/remote.py) with its
+step context (components/steps/info.py StepContext) and record there what each step is
 (components/steps/info.py); it changes nothing by itself."""
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component
 from components.config.schema import NodeSpec
-from components.steps.info import STEPS_OUTPUT, StepInfo
+from components.steps.ssh import Connection
+from components.steps.info import STEPS_OUTPUT, StepContext, StepInfo
 
 
-class Node(pulumi.ComponentResource):
-    def __init__(self, spec: NodeSpec, private_key: str | None, opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.NODE, spec.name, None, opts)
-        self.spec = spec
-        self.name = spec.name
-        # What a step needs to reach this node (the key kept a secret in the state). Without a
-        # key the SSH agent answers.
-        self.connection = {
-            "host": spec.host,
-            "port": spec.ssh.port,
-            "user": spec.ssh.user,
-            "private_key": pulumi.Output.secret(private_key) if private_key else None,
-            "host_key": spec.ssh.host_key,
-            "connect_timeout_s": spec.ssh.connect_timeout_s,
-        }
-        # The same, in plain text, for the program's own read-only probe; never a resource input.
-        self.probe_connection = {**self.connection, "private_key": private_key}
-        # Set by the stack when the nodes are observed (components/facts); None offline.
-        self.observer = None
-        # Set by the stack when a failed `up` rolls back (components/steps/rollback.py); None: it does not.
-        self.rollback = None
+@dataclass(frozen=True)
+class NodeArgs:
+    """spec: the node's stack entry; connection: its SSH, built once (Connection.of_node) and
+    shared with the observation and the rollback, which read the node themselves; context: what
+    every step on the node runs with (observer, rollback)."""
+    spec: NodeSpec
+    connection: Connection
+    context: StepContext = StepContext()
+
+
+class Node(Component):
+    """A Node changes nothing by itself: its `ready` is empty."""
+    TYPE = types.NODE
+
+    def __init__(self, name: str, args: NodeArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        if name != args.spec.name:
+            raise ValueError(f"node {args.spec.name}: its component is named {name!r}; name it as the node")
+        self.spec = args.spec
+        self.name = name
+        self.connection = args.connection
+        self.context = args.context
         # (resource, StepInfo) of every step that runs on this node or to it; registered as this
         # component's outputs once the stack is built (finish()).
         self.steps: list[tuple[pulumi.Resource, StepInfo]] = []

@@ -4,20 +4,23 @@ on the nodes; only then retire foreign units; the Ray cluster; the engine; the h
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import pulumi
 
 from components import names
 from components.steps import types
-from components.resources.cluster import RayCluster
+from components.resources.cluster import RayCluster, RayClusterArgs
+from components.resources.component import Component, Ready
 from components.config.schema import StackSpec
-from components.resources.deployment import Deployment
+from components.resources.deployment import Deployment, DeploymentArgs
 from components.engines import engine_of
 from components.resources.gateway import gateway_for
-from components.resources.layer_registry import LayerRegistry
-from components.resources.model import ModelCache
-from components.resources.node import Node, read_private_key
-from components.preflight.bandwidth import FabricBandwidth
-from components.preflight.probes import EngineProbe, FabricCheck
+from components.resources.layer_registry import LayerRegistry, LayerRegistryArgs, layer_registry_name
+from components.resources.model import ModelCache, ModelCacheArgs
+from components.resources.node import Node, NodeArgs, read_private_key
+from components.preflight.bandwidth import FabricBandwidth, FabricBandwidthArgs
+from components.preflight.probes import EngineProbe, EngineProbeArgs, FabricCheck, FabricCheckArgs
 from components.preflight.resources import resource_checks
 from components.steps.rollback import Rollback
 from components.config import ConfigError
@@ -25,84 +28,104 @@ from components.facts.observer import Observer
 from components.facts.observer import Prober
 from components.steps.secrets import plain_value, resolve
 from components.runtimes import RUNTIMES, downloader
-from components.resources.services import KeptService, RetiredService
+from components.resources.services import (
+    KeptService,
+    KeptServiceArgs,
+    RetiredService,
+    RetiredServiceArgs,
+    foreign_unit_name,
+)
+from components.steps.ssh import Connection
+from components.steps.info import StepContext
 
 
-class ServingStack(pulumi.ComponentResource):
-    def __init__(self, name: str, spec: StackSpec, opts: pulumi.ResourceOptions | None = None, *,
-                 observe: bool = False, prober: Prober | None = None):
-        super().__init__(types.SERVING_STACK, name, None, opts)
+@dataclass(frozen=True)
+class ServingStackArgs:
+    """spec: the stack config; observe: probe each node once so that the plan sees drift
+    (components/facts; off offline); prober: stands in for the SSH probe (tests)."""
+    spec: StackSpec
+    observe: bool = False
+    prober: Prober | None = None
+
+
+class ServingStack(Component):
+    """ready: every deployment's health gate and the gateway's."""
+    TYPE = types.SERVING_STACK
+
+    def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec = args.spec
         child = pulumi.ResourceOptions(parent=self)
-        self.nodes = {n.name: Node(n, self._private_key(i, n), child) for i, n in enumerate(spec.nodes)}
+        # Each node's SSH, built once: the steps, the observation and a rollback use the same.
+        connections = {n.name: Connection.of_node(n, self._private_key(i, n)) for i, n in enumerate(spec.nodes)}
         # Every step states what it expects on its node; once all are built, each node is probed
         # once and a step whose expectation fails is pending with the reason (components/facts).
-        self.observer = Observer({n: node.probe_connection for n, node in self.nodes.items()},
-                                 dry_run=pulumi.runtime.is_dry_run(), prober=prober) if observe else None
+        self.observer = Observer(connections, dry_run=pulumi.runtime.is_dry_run(),
+                                 prober=args.prober) if args.observe else None
         # A failed `up` puts back what it changed of what serves (components/steps/rollback.py).
-        self.rollback = Rollback({n: node.probe_connection for n, node in self.nodes.items()},
-                                 enabled=spec.rollback == "auto" and not spec.offline)
-        for node in self.nodes.values():
-            node.observer = self.observer
-            node.rollback = self.rollback if self.rollback.enabled else None
+        self.rollback = Rollback(connections, enabled=spec.rollback == "auto" and not spec.offline)
+        context = StepContext(observer=self.observer, rollback=self.rollback if self.rollback.enabled else None)
+        self.nodes = {n.name: Node(n.name, NodeArgs(n, connections[n.name], context), child) for n in spec.nodes}
 
-        self.kept = [KeptService(self.nodes[k.node], k.unit, child) for k in spec.keep]
+        self.kept = [KeptService(foreign_unit_name(k.node, k.unit), KeptServiceArgs(self.nodes[k.node], k.unit), child)
+                     for k in spec.keep]
 
         # Images and models have no dependency on each other: the engine plans them in parallel.
         # A layer registry on each node that copies images to peers (fabric.layer_registry).
-        self.layer_registries = {n: LayerRegistry(spec.fabric.layer_registry, self.nodes[n], child)
+        self.layer_registries = {n: LayerRegistry(layer_registry_name(n),
+                                                  LayerRegistryArgs(spec.fabric.layer_registry, self.nodes[n]), child)
                                  for n in spec.layer_registry_nodes()}
-        self.images, image_ready = {}, {}
-        for img in spec.images:  # a container image, or a venv built on each node (components/runtimes)
-            placed = RUNTIMES[img.runtime].place(img, spec, self.nodes, self.layer_registries,
-                                                 key_path=f"images[{spec.images.index(img)}]", opts=child)
-            self.images[img.name], image_ready[img.name] = placed, placed.ready
+        # A container image, or a venv built on each node (components/runtimes); each with its `ready`.
+        self.images = {img.name: RUNTIMES[img.runtime].place(img, spec, self.nodes, self.layer_registries,
+                                                             key_path=f"images[{i}]", opts=child)
+                       for i, img in enumerate(spec.images)}
 
         self.models = {}
         for i, m in enumerate(spec.models):
             token = resolve(m.hf_token, f"models[{i}].hf_token") if m.hf_token else None
-            self.models[m.name] = ModelCache(
+            self.models[m.name] = ModelCache(m.name, ModelCacheArgs(
                 m, self.nodes[m.fetch_node], [self.nodes[n] for n in m.nodes if n != m.fetch_node], spec.fabric,
-                **downloader(spec, m.name), hf_token=token, opts=child)
+                **downloader(spec, m.name), hf_token=token), child)
 
         # Deployment → its measured fabric bus bandwidth (Gbit/s), when fabric.bandwidth_check is set.
         self.bus_gbps: dict[str, pulumi.Output[str]] = {}
         # Preflight on the nodes, then retire: a failed check leaves every running service as it was.
-        self.preflight = self._preflight(spec, image_ready, child)
-        self.retired = [RetiredService(self.nodes[r.node], r.unit, spec.state_dir, child,
-                                       depends_on=[p.command for p in self.preflight])
+        self.preflight = self._preflight(spec, child)
+        checked = [s for p in self.preflight for s in p.ready.all()]
+        self.retired = [RetiredService(foreign_unit_name(r.node, r.unit),
+                                       RetiredServiceArgs(self.nodes[r.node], r.unit, spec.state_dir,
+                                                          depends_on=checked), child)
                         for r in spec.retire]
-        retired_on: dict[str, list[RetiredService]] = {}
-        for r, svc in zip(spec.retire, self.retired):
-            retired_on.setdefault(r.node, []).append(svc)
+        retired = Ready().union(*(svc.ready for svc in self.retired))
 
         self.deployments = {}
         for i, d in enumerate(spec.deployments):
             nodes = [self.nodes[n] for n in d.nodes]
             model = self.models[d.model]
             image = self.images[d.image]
-            images_there = [image_ready[d.image][n] for n in d.nodes]
+            images_there = image.ready.on(*d.nodes)
             # Nothing of ours starts before the checks either, retirements or not.
-            gates = [*(p.command for p in self.preflight),
-                             *(svc for n in d.nodes for svc in retired_on.get(n, []))]
+            gates = [*checked, *retired.on(*d.nodes)]
             cluster = None
             if d.topology == "ray":
-                cluster = RayCluster(names.ray_cluster(d.name), nodes[0], nodes[1:], image=image.tag,
-                                     image_id=image.image_id, fabric=spec.fabric,
-                                     ray=spec.ray, docker=d.docker, state_dir=spec.state_dir,
-                                     env=d.env, drop_page_cache=d.drop_page_cache,
-                                     mounts=[f"{model.spec.cache_dir}:{model.spec.cache_dir}:ro"],
-                                     depends_on=[*images_there, *gates], opts=child)
+                cluster_name = names.ray_cluster(d.name)
+                cluster = RayCluster(cluster_name, RayClusterArgs(
+                    nodes[0], nodes[1:], image=image.tag, image_id=image.image_id, fabric=spec.fabric,
+                    ray=spec.ray, docker=d.docker, state_dir=spec.state_dir, env=d.env,
+                    drop_page_cache=d.drop_page_cache, mounts=[f"{model.spec.cache_dir}:{model.spec.cache_dir}:ro"],
+                    depends_on=[*images_there, *gates]), child)
             api_key = resolve(d.api_key, f"deployments[{i}].api_key") if d.api_key else None
-            self.deployments[d.name] = Deployment(
+            self.deployments[d.name] = Deployment(d.name, DeploymentArgs(
                 d, nodes, runtime=image, model_path=model.path, model_cache_dir=model.spec.cache_dir,
                 fabric=spec.fabric, cluster=cluster, api_key=api_key, state_dir=spec.state_dir,
-                depends_on=[*images_there, *(model.ready[n] for n in d.nodes), *gates], opts=child)
+                depends_on=[*images_there, *model.ready.on(*d.nodes), *gates]), child)
 
         # One OpenAI-compatible endpoint for every model, when the stack has one (components/resources/gateway.py).
-        self.gateway = gateway_for(spec, self.nodes, self.images, image_ready, self.deployments,
-                                   gates=[*(p.command for p in self.preflight),
-                                          *retired_on.get(spec.gateway.node if spec.gateway else "", [])],
+        self.gateway = gateway_for(spec, self.nodes, self.images, self.deployments,
+                                   gates=[*checked, *retired.on(spec.gateway.node if spec.gateway else "")],
                                    opts=child)
+        self.ready = Ready().union(*(d.ready for d in self.deployments.values()),
+                                   *([self.gateway.ready] if self.gateway is not None else []))
 
         for node in self.nodes.values():
             node.finish()
@@ -111,7 +134,7 @@ class ServingStack(pulumi.ComponentResource):
         if self.observer is not None:
             self.observer.observe()
 
-    def _preflight(self, spec: StackSpec, image_ready: dict, child: pulumi.ResourceOptions) -> list:
+    def _preflight(self, spec: StackSpec, child: pulumi.ResourceOptions) -> list:
         """The engine probe of each deployment (on its head, once image and model are there),
         the fabric check of each node of a multi-node deployment and, when configured, the
         fabric bandwidth of each multi-node deployment."""
@@ -122,20 +145,21 @@ class ServingStack(pulumi.ComponentResource):
             head_fabric = self.nodes[head].spec.fabric_address
             engine = engine_of(d)
             argvs = engine.rank_argvs(d, model.path, str(head_fabric) if head_fabric else None)
-            checks.append(EngineProbe(d.name, engine, self.nodes[head], self.images[d.image].tag, model.path,
-                                      argvs, image_id=self.images[d.image].image_id,
-                                      venv_python=self.images[d.image].python,
-                                      depends_on=[image_ready[d.image][head], model.ready[head]], opts=child))
+            image = self.images[d.image]
+            checks.append(EngineProbe(f"{d.name}-preflight", EngineProbeArgs(
+                d.name, engine, self.nodes[head], image.tag, model.path, argvs, image_id=image.image_id,
+                venv_python=image.python, depends_on=[*image.ready.on(head), *model.ready.on(head)]), child))
             if d.topology != "single":
                 for n in d.nodes:
                     fabric_nodes.setdefault(n, [])
                     fabric_nodes[n] += [p for p in d.nodes if p != n and p not in fabric_nodes[n]]
-        links = {n: FabricCheck(self.nodes[n], spec.fabric, [self.nodes[p] for p in peers], child)
+        links = {n: FabricCheck(f"{n}-fabric", FabricCheckArgs(self.nodes[n], spec.fabric,
+                                                               [self.nodes[p] for p in peers]), child)
                  for n, peers in fabric_nodes.items()}
         checks += links.values()
         # Each node's GPUs, driver CUDA and free memory against what its deployments claim (read-only,
         # at once); with the docker runtime, a container of the engine image sees the GPUs (once there).
-        checks += resource_checks(spec, self.nodes, child, image_ready,
+        checks += resource_checks(spec, self.nodes, child, {name: img.ready for name, img in self.images.items()},
                                   {name: img.tag for name, img in self.images.items()})
         if spec.fabric is not None and spec.fabric.bandwidth_check is not None:
             previous: list = []
@@ -144,14 +168,15 @@ class ServingStack(pulumi.ComponentResource):
                 # After the image is on every node and the links are up (their message is the
                 # clearer one), and on a quiet link: after the model copies and the previous
                 # measurement, which would share the link (and the port, on a shared head).
-                bandwidth = FabricBandwidth(
-                    d, [self.nodes[n] for n in d.nodes], spec.fabric, image=self.images[d.image].tag,
-                    image_id=self.images[d.image].image_id, index=spec.deployments.index(d),
-                    depends_on=[*(image_ready[d.image][n] for n in d.nodes), *(model.ready[n] for n in d.nodes),
-                                *(links[n].command for n in d.nodes), *previous], opts=child)
+                image = self.images[d.image]
+                bandwidth = FabricBandwidth(f"{d.name}-bandwidth", FabricBandwidthArgs(
+                    d, [self.nodes[n] for n in d.nodes], spec.fabric, image=image.tag, image_id=image.image_id,
+                    index=spec.deployments.index(d),
+                    depends_on=[*image.ready.on(*d.nodes), *model.ready.on(*d.nodes),
+                                *(s for n in d.nodes for s in links[n].ready.all()), *previous]), child)
                 self.bus_gbps[d.name] = bandwidth.bus_gbps
                 checks.append(bandwidth)
-                previous = [bandwidth.command]
+                previous = bandwidth.ready.all()
         return checks
 
     @staticmethod

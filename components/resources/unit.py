@@ -4,11 +4,13 @@ EnvironmentFile is a step of its own (`<name>-env`), so the install step's input
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.resources.node import Node
 from components.facts import EnvFileWritten, UnitRunning
 from components.steps.remote import run, started, tagged_line
@@ -21,24 +23,40 @@ UNIT_DELIMITER = "BWS_UNIT_EOF"
 DROP_PAGE_CACHE = ["/bin/sh", "-c", "sync && echo 3 > /proc/sys/vm/drop_caches"]
 
 
-class SystemdUnit(pulumi.ComponentResource):
-    def __init__(self, name: str, node: Node, unit_name: str, unit_text: str, *,
-                 env_file: str | None = None, env_text: pulumi.Input[str] | None = None,
-                 must_stay_up: bool = True, step: StepInfo | None = None, depends_on: Sequence[pulumi.Resource] = (),
-                 triggers: Sequence[pulumi.Input] = (), container: str | None = None,
-                 opts: pulumi.ResourceOptions | None = None):
-        """container: the container the unit runs (container_unit_text), whose image the install
-        script compares with its triggers when it adopts a unit an earlier version installed."""
-        super().__init__(types.SYSTEMD_UNIT, name, None, opts)
+@dataclass(frozen=True)
+class SystemdUnitArgs:
+    """unit_text: the rendered unit; env_file/env_text: its root-only EnvironmentFile and secret
+    content (both or neither); step: the todo list's sentences (default: install and start);
+    triggers: what restarts it besides its text (the image ID it runs); container: the container
+    the unit runs (container_unit_text), whose image the install script compares with its
+    triggers when it adopts a unit an earlier version installed."""
+    node: Node
+    unit_name: str
+    unit_text: str
+    env_file: str | None = None
+    env_text: pulumi.Input[str] | None = None
+    must_stay_up: bool = True
+    step: StepInfo | None = None
+    depends_on: Sequence[pulumi.Resource] = ()
+    triggers: Sequence[pulumi.Input] = ()
+    container: str | None = None
+
+
+class SystemdUnit(Component):
+    TYPE = types.SYSTEMD_UNIT
+
+    def __init__(self, name: str, args: SystemdUnitArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        node, unit_name, unit_text, env_file = args.node, args.unit_name, args.unit_text, args.env_file
         if UNIT_DELIMITER in unit_text:
             raise ValueError(f"unit {unit_name}: its text may not contain {UNIT_DELIMITER}")
         self.node = node
         self.unit_name = unit_name
         self.unit_text = unit_text
         self.digest = digest(unit_text)
-        step = step or StepInfo(node.name, "serve", do=f"Install and start {unit_name} on {node.name}",
-                                redo=f"Rewrite {unit_name} on {node.name} and restart it if what it runs changed",
-                                undo=f"Stop and remove {unit_name} from {node.name}")
+        step = args.step or StepInfo(node.name, "serve", do=f"Install and start {unit_name} on {node.name}",
+                                     redo=f"Rewrite {unit_name} on {node.name} and restart it if what it runs changed",
+                                     undo=f"Stop and remove {unit_name} from {node.name}")
         # The secrets travel apart (principle 7): the env step's stdin is a secret, so this step's
         # inputs (the unit's text, its argv) stay plain and a preview shows their change. A new
         # secret restarts the unit through the env step's `generation`, a random token drawn on
@@ -48,18 +66,20 @@ class SystemdUnit(pulumi.ComponentResource):
         # the unit itself: one step restarts, once, also when the text and the secret change
         # together, and the gates keep one trigger per unit. Not a hash of the secret: the state
         # holds nothing derived from it.
-        self.env = (env_step(name, node, unit_name, env_file, env_text, step, self, depends_on)
-                    if env_text is not None and env_file else None)
+        self.env = (env_step(name, node, unit_name, env_file, args.env_text, step, self, args.depends_on)
+                    if args.env_text is not None and env_file else None)
         generation = [generation_of(self.env)] if self.env is not None else []
         values = dict(unit_name=unit_name, env_file=env_file if self.env is not None else None)
         self.command = run(f"{name}-install", node, parent=self, step=step,
-                           depends_on=[*depends_on, *([self.env] if self.env is not None else [])],
-                           create=render("scripts/install-unit.sh.j2", unit_text=unit_text, container=container,
-                                         must_stay_up=must_stay_up, **values),
+                           depends_on=[*args.depends_on, *([self.env] if self.env is not None else [])],
+                           create=render("scripts/install-unit.sh.j2", unit_text=unit_text,
+                                         container=args.container, must_stay_up=args.must_stay_up, **values),
                            delete=render("scripts/remove-unit.sh.j2", **values),
-                           triggers=[*triggers, *generation], undo="previous", unit=unit_name,
+                           triggers=[*args.triggers, *generation], undo="previous", unit=unit_name,
                            expect=UnitRunning(node.name, unit_name, unit_text))
         self.started = started(self.command)
+        # Its secret environment too: what waits for the unit waits for both.
+        self.ready = Ready.of([*([(node.name, self.env)] if self.env is not None else []), (node.name, self.command)])
         self.register_outputs({"unit": unit_name, "node": node.name, "digest": self.digest})
 
 

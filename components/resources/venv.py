@@ -22,6 +22,7 @@ import base64
 import hashlib
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
 from urllib.parse import unquote
@@ -29,6 +30,7 @@ from urllib.parse import unquote
 import pulumi
 
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config import ConfigError
 from components.config.load import PROJECT
 from components.config.schema import DeploymentSpec, ImageSpec
@@ -171,14 +173,25 @@ def venv_unit_text(*, component: str, description: str, img: ImageSpec, command:
                   venv_dir=venv_dir(img))
 
 
-class VenvEngine(pulumi.ComponentResource):
-    """The venv of one image entry on each of its nodes; `ready` maps node → its build step, and
-    `image_id` is the venv's digest once built (what units run)."""
+@dataclass(frozen=True)
+class VenvEngineArgs:
+    """img: the image entry (runtime venv); deployments: those that run it (their command lines
+    are checked by the verify); key_path: the entry's key in the stack file, for messages."""
+    img: ImageSpec
+    nodes: Sequence[Node]
+    deployments: Sequence[DeploymentSpec]
+    key_path: str
+    depends_on: Sequence[pulumi.Resource] = ()
 
-    def __init__(self, img: ImageSpec, nodes: Sequence[Node], deployments: Sequence[DeploymentSpec], *,
-                 key_path: str, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.VENV_ENGINE, img.name, None, opts)
+
+class VenvEngine(Component):
+    """The venv of one image entry on each of its nodes; `ready` holds each node's build step,
+    and `image_id` is the venv's digest once built (what units run)."""
+    TYPE = types.VENV_ENGINE
+
+    def __init__(self, name: str, args: VenvEngineArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        img, key_path = args.img, args.key_path
         self.spec = img
         v = img.venv
         commit = resolve_commit(v, f"{key_path}.venv.source.commit") if v.source is not None else None
@@ -189,7 +202,7 @@ class VenvEngine(pulumi.ComponentResource):
         self.bin = venv_bin(img)
         self.python = f"{self.bin}/python3"
         self.tag = f"{self.root}/current"   # what it is, where a container image would have a tag
-        checks = engine_command_lines(deployments)
+        checks = engine_command_lines(args.deployments)
         if v.source is not None:
             what = (f"from source ({v.source.git.rsplit('/', 1)[-1].removesuffix('.git')} at "
                     f"{commit[:12] if commit != UNSET_COMMIT else 'the commit to set'})")
@@ -197,21 +210,22 @@ class VenvEngine(pulumi.ComponentResource):
             what = "from pinned wheels (" + ", ".join(w if isinstance(w, str) else w.url.rsplit("/", 1)[-1]
                                                       for w in v.wheels) + ")"
         kept = f", --no-deps over the node's {', '.join(v.no_deps_over)}" if v.no_deps_over else ""
-        self.ready: dict[str, pulumi.Resource] = {}
+        built: dict[str, pulumi.Resource] = {}
         ids = {}
-        for node in nodes:
+        for node in args.nodes:
             step = StepInfo(node.name, "image", do=f"Build venv {img.name} on {node.name} {what}{kept}",
                             redo=f"Rebuild or re-verify venv {img.name} on {node.name} {what}{kept}",
                             undo=f"Remove the venvs of {img.name} from {node.name}")
-            self.ready[node.name] = run(
-                f"{img.name}-venv-{node.name}", node, parent=self, depends_on=depends_on, step=step,
+            built[node.name] = run(
+                f"{name}-venv-{node.name}", node, parent=self, depends_on=args.depends_on, step=step,
                 timeout_s=v.build_timeout_s,
                 create=build_script(img, commit, patches, checks), stdin=verify_program(list(checks)),
                 delete=render("scripts/remove-venv.sh.j2", name=img.name, root=self.root),
                 expect=VenvCurrent(node.name, self.root, self.digest),
                 # A failed `up` points `current` back at the previous build (kept on the node).
                 undo="switch")
-            ids[node.name] = tagged_line(self.ready[node.name].stdout, "venv-id")
+            ids[node.name] = tagged_line(built[node.name].stdout, "venv-id")
+        self.ready = Ready.of(built.items())
         # The units' trigger: the digest, once a node has built and verified it.
         self.image_id = pulumi.Output.all(*ids.values()).apply(lambda values: ",".join(sorted(set(values))))
         self.register_outputs({"digest": self.digest, "root": self.root})

@@ -5,12 +5,14 @@ see: an engine whose process is alive but answers nothing."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Sequence
 
 import pulumi
 
 from components import names
 from components.steps import types
+from components.resources.component import Component, Ready
 from components.config.schema import DeploymentSpec
 from components.resources.node import Node
 from components.facts import UnitRunning
@@ -23,23 +25,41 @@ from components.steps.info import StepInfo
 RUN_DIR = names.WATCHDOG_RUN_DIR
 
 
-class Watchdog(pulumi.ComponentResource):
-    def __init__(self, spec: DeploymentSpec, head: Node, *, engine_unit: str, restart_units: Sequence[str],
-                 completion: dict, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
-        super().__init__(types.WATCHDOG, f"{spec.name}-watchdog", None, opts)
+def watchdog_name(deployment: str) -> str:
+    return f"{deployment}-watchdog"
+
+
+@dataclass(frozen=True)
+class WatchdogArgs:
+    """completion: how it asks the engine for a real completion (the health gate's values);
+    restart_units: what it restarts, in order."""
+    spec: DeploymentSpec
+    head: Node
+    engine_unit: str
+    restart_units: Sequence[str]
+    completion: dict
+    state_dir: str
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class Watchdog(Component):
+    TYPE = types.WATCHDOG
+
+    def __init__(self, name: str, args: WatchdogArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, head, engine_unit, state_dir = args.spec, args.head, args.engine_unit, args.state_dir
         w = spec.watchdog
         service, timer = names.watchdog_units(spec.name)
         script_dir = f"{state_dir}/watchdog"
         script_path = f"{script_dir}/{spec.name}.sh"
         values = dict(deployment=spec.name, timer=timer, service=service, interval_s=w.interval_s,
-                     failures=w.failures, restart_units=list(restart_units))
+                     failures=w.failures, restart_units=list(args.restart_units))
         script = render("scripts/watchdog.sh.j2", engine_unit=engine_unit, timeout_s=w.timeout_s,
-                        grace_s=spec.health.timeout_s, run_dir=RUN_DIR, **completion, **values)
+                        grace_s=spec.health.timeout_s, run_dir=RUN_DIR, **args.completion, **values)
         timer_text, units, paths = timer_units(values, engine_unit=engine_unit, script_dir=script_dir,
                                                script_path=script_path, timeout_s=w.timeout_s)
         self.command = run(
-            f"{spec.name}-watchdog-timer", head, parent=self, depends_on=depends_on, undo="remove",
+            f"{name}-timer", head, parent=self, depends_on=args.depends_on, undo="remove",
             step=StepInfo(head.name, "verify",
                           do=f"Arm the watchdog of {spec.name}: a completion every {w.interval_s} s, "
                              f"a restart after {w.failures} failures in a row",
@@ -47,6 +67,7 @@ class Watchdog(pulumi.ComponentResource):
             create=render("scripts/install-watchdog.sh.j2", script_text=script, units=units, **paths, **values),
             delete=render("scripts/remove-watchdog.sh.j2", **paths, **values),
             expect=UnitRunning(head.name, timer, timer_text))
+        self.ready = Ready.of([(head.name, self.command)])
         self.register_outputs({"timer": timer, "node": head.name})
 
 
@@ -61,31 +82,51 @@ def timer_units(values: dict, *, engine_unit: str, script_dir: str, script_path:
     return timer_text, units, dict(script_dir=script_dir, script_path=script_path)
 
 
-class RankWatch(pulumi.ComponentResource):
+def rank_watch_component(deployment: str, rank: int) -> str:
+    return f"{names.rank_watch_name(deployment, rank)}-watch"
+
+
+@dataclass(frozen=True)
+class RankWatchArgs:
+    """container: the rank's container (None: a plain process); head_address: the head's fabric
+    address, whose connections it watches."""
+    spec: DeploymentSpec
+    node: Node
+    rank: int
+    engine_unit: str
+    container: str | None
+    head_address: str
+    state_dir: str
+    depends_on: Sequence[pulumi.Resource] = ()
+
+
+class RankWatch(Component):
     """On a node of a native deployment other than the head: a timer that restarts the rank's unit
     once it has joined its head and then lost every connection to it (the head restarted alone:
     the rank would wait on its dead peers forever, and the new head for it).
     templates/scripts/rank-watch.sh.j2 says how it tells."""
 
-    def __init__(self, spec: DeploymentSpec, node: Node, rank: int, *, engine_unit: str, container: str | None,
-                 head_address: str, state_dir: str, depends_on: Sequence[pulumi.Resource] = (),
-                 opts: pulumi.ResourceOptions | None = None):
-        name = names.rank_watch_name(spec.name, rank)
-        super().__init__(types.RANK_WATCH, f"{name}-watch", None, opts)
+    TYPE = types.RANK_WATCH
+
+    def __init__(self, name: str, args: RankWatchArgs, opts: pulumi.ResourceOptions | None = None):
+        super().__init__(name, opts)
+        spec, node, rank, engine_unit = args.spec, args.node, args.rank, args.engine_unit
+        head_address, state_dir = args.head_address, args.state_dir
+        watch = names.rank_watch_name(spec.name, rank)
         w = spec.watchdog
         service, timer = names.rank_watch_units(spec.name, rank)
         script_dir = f"{state_dir}/watchdog"
-        script_path = f"{script_dir}/{name}.sh"
-        values = dict(deployment=name, timer=timer, service=service, interval_s=w.interval_s,
+        script_path = f"{script_dir}/{watch}.sh"
+        values = dict(deployment=watch, timer=timer, service=service, interval_s=w.interval_s,
                      failures=w.failures, restart_units=[engine_unit])
-        script = render("scripts/rank-watch.sh.j2", engine_unit=engine_unit, container=container,
+        script = render("scripts/rank-watch.sh.j2", engine_unit=engine_unit, container=args.container,
                         head_address=head_address, **values)
         timer_text, units, paths = timer_units(values, engine_unit=engine_unit, script_dir=script_dir,
                                                script_path=script_path, timeout_s=30)
         armed = (f"armed: every {w.interval_s} s, {w.failures} checks in a row without a connection to the head "
                  f"{head_address} (once joined) restart {engine_unit}")
         self.command = run(
-            f"{name}-watch-timer", node, parent=self, depends_on=depends_on, undo="remove",
+            f"{name}-timer", node, parent=self, depends_on=args.depends_on, undo="remove",
             step=StepInfo(node.name, "verify",
                           do=f"Arm the rank watch of {spec.name} on {node.name} (rank {rank}): a restart when "
                              f"its head restarted without it",
@@ -94,4 +135,5 @@ class RankWatch(pulumi.ComponentResource):
                           **paths, **values),
             delete=render("scripts/remove-watchdog.sh.j2", joined_state=True, **paths, **values),
             expect=UnitRunning(node.name, timer, timer_text))
+        self.ready = Ready.of([(node.name, self.command)])
         self.register_outputs({"timer": timer, "node": node.name})

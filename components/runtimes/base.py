@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import pulumi
 
 if TYPE_CHECKING:
+    from components.resources.component import Ready
     from components.config.schema import DeploymentSpec, FabricSpec, ImageSpec, StackSpec
     from components.resources.layer_registry import LayerRegistry
     from components.resources.node import Node
@@ -35,14 +36,14 @@ class RankStart:
 
 class Runtime(ABC):
     """One image entry on its nodes. tag: what Ray containers and the bandwidth check run (a venv:
-    its `current` directory); image_id: the units' trigger; ready: node → the step after which it
-    is there; python: the node's python our programs run with, None when they run in a container
+    its `current` directory); image_id: the units' trigger; ready: node → the steps after which it
+    is there (components/resources/component.py Ready, as the components that place it); python: the node's python our programs run with, None when they run in a container
     of `tag` (templates: the engine probe, the benchmark)."""
 
     spec: ImageSpec
     tag: str
     image_id: pulumi.Input[str]
-    ready: dict[str, pulumi.Resource]
+    ready: Ready
     python: str | None = None
     # Whether ranks run in containers of the image: the NVIDIA container toolkit must then give
     # them the GPUs (the preflight's ContainerGpus), which a venv process does not need.

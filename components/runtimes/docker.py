@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from components.resources.containers import docker_args
-from components.resources.image import ContainerImage, ImageSync
+from components.resources.image import ContainerImage, ContainerImageArgs, ImageSync, ImageSyncArgs
 from components.resources.unit import container_unit_text
 from components.runtimes.base import Runtime
 
@@ -20,16 +20,17 @@ class DockerRuntime(Runtime):
     def __init__(self, image: ContainerImage, sync: ImageSync | None):
         self.spec, self.tag, self.image_id = image.spec, image.tag, image.image_id
         self.image = image
-        self.ready = {image.spec.build_node: image.build, **(sync.copies if sync else {})}
+        self.ready = image.ready.union(sync.ready) if sync else image.ready
 
     @classmethod
     def place(cls, img, spec, nodes, registries, *, key_path, opts):
-        built = ContainerImage(img, nodes[img.build_node], opts=opts)
+        built = ContainerImage(img.name, ContainerImageArgs(img, nodes[img.build_node]), opts)
         peers = [nodes[n] for n in img.nodes if n != img.build_node]
         registry = registries.get(img.build_node)
-        sync = ImageSync(built, peers, spec.fabric, spec.state_dir, opts, registry=registry) if peers else None
+        sync = ImageSync(f"{img.name}-sync", ImageSyncArgs(built, peers, spec.fabric, spec.state_dir, registry),
+                         opts) if peers else None
         if sync and registry:
-            registry.fill(built, after=list(sync.copies.values()))
+            registry.fill(built, after=sync.ready.all())
         return cls(built, sync)
 
     @staticmethod

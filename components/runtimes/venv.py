@@ -4,7 +4,7 @@ secrets from the root-only EnvironmentFile."""
 
 from __future__ import annotations
 
-from components.resources.venv import VenvEngine, venv_unit_text
+from components.resources.venv import VenvEngine, VenvEngineArgs, venv_unit_text
 from components.runtimes.base import Runtime
 
 
@@ -14,13 +14,14 @@ class VenvRuntime(Runtime):
     def __init__(self, venv: VenvEngine):
         self.spec, self.tag, self.image_id = venv.spec, venv.tag, venv.image_id
         self.venv = venv
-        self.ready = dict(venv.ready)
+        self.ready = venv.ready
         self.python = venv.python
 
     @classmethod
     def place(cls, img, spec, nodes, registries, *, key_path, opts):
-        return cls(VenvEngine(img, [nodes[n] for n in img.nodes], [d for d in spec.deployments if d.image == img.name],
-                              key_path=key_path, opts=opts))
+        deployments = [d for d in spec.deployments if d.image == img.name]
+        return cls(VenvEngine(img.name, VenvEngineArgs(img, [nodes[n] for n in img.nodes], deployments,
+                                                       key_path=key_path), opts))
 
     @staticmethod
     def hub_downloader(img):

@@ -10,13 +10,27 @@ those are printed at the end of every `pulumi up`.)"""
 from __future__ import annotations
 
 from dataclasses import asdict, dataclass
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
+
+if TYPE_CHECKING:
+    from components.facts.observer import Observer
+    from components.steps.rollback import Rollback
 
 STEPS_OUTPUT = "todo_steps"
 
 # The order work happens in: preflight checks gate the first change, then retire, image, model,
 # cluster, serve and verify.
 PHASES = ("preflight", "retire", "image", "model", "cluster", "serve", "verify")
+
+
+@dataclass(frozen=True)
+class StepContext:
+    """What every step of a node is run with, given to the Node when it is built (NodeArgs):
+    observer: when the nodes are observed, what each step expects is checked there before the
+    plan (components/facts; None: offline, or not observed); rollback: when a failed `up`
+    puts back what it changed (components/steps/rollback.py; None: it does not)."""
+    observer: Observer | None = None
+    rollback: Rollback | None = None
 
 
 @dataclass(frozen=True)

@@ -47,24 +47,12 @@ if TYPE_CHECKING:  # types only: the steps floor sits below the facts and the co
     from components.resources.node import Node
 
 DRIFT_VAR = "LC_BLACKWELL_DRIFT"
-# An unreachable node fails a step after DIAL_ERROR_LIMIT dials of PER_DIAL_TIMEOUT_S each, plus
-# the provider's backoff between them: well under a minute.
-DIAL_ERROR_LIMIT = 3
-PER_DIAL_TIMEOUT_S = 10
 DELETE_TIMEOUT_S = 1800
 UPLOAD_TIMEOUT_S = 4 * 3600
 # After its timeout a step's script gets TERM, then KILL this much later.
 KILL_AFTER_S = 30
 # Per-step locks on the node (a tmpfs: gone at reboot, as are the runs they guard).
 LOCK_DIR = "/run/lock"
-
-
-def connection(node: Node) -> command_remote.ConnectionArgs:
-    c = node.connection
-    return command_remote.ConnectionArgs(
-        host=c["host"], port=c["port"], user=c["user"], private_key=c["private_key"],
-        host_key=c["host_key"], dial_error_limit=DIAL_ERROR_LIMIT,
-        per_dial_timeout=min(PER_DIAL_TIMEOUT_S, c["connect_timeout_s"]))
 
 
 def command_line(*, label: str, lock: str, scripts: Sequence[str], which: int, timeout_s: int,
@@ -150,7 +138,7 @@ def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | Non
                    if delete else None)
     stdin_text = pulumi.Output.all("".join(scripts), stdin if stdin is not None else "").apply("".join)
     command = command_remote.Command(
-        name, connection=connection(node), create=create_line, delete=delete_line, stdin=stdin_text,
+        name, connection=node.connection.command_args(), create=create_line, delete=delete_line, stdin=stdin_text,
         add_previous_output_in_env=False, logging=command_remote.Logging.STDERR,
         opts=step_options(node, parent, depends_on, expect,
                           hooks=_rollback_hooks(node, label, step, undo, unit),
@@ -173,12 +161,12 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
     project, where the engine runs the program and its local commands. Its command line is a
     remote step's (command_line): the script, then the key, on stdin; `create` and a failure's
     message carry neither."""
-    key = node.connection["private_key"]
+    key = node.connection.secret_key()
     label = f"{name} on {node.name}"
     script = render("scripts/upload-dir.sh.j2", label=label, local_dir=local_dir,
-                    remote_dir=remote_dir, copy_dest=copy_dest, host=node.spec.host, port=node.spec.ssh.port,
-                    user=node.spec.ssh.user, host_key=node.spec.ssh.host_key,
-                    connect_timeout_s=node.spec.ssh.connect_timeout_s)
+                    remote_dir=remote_dir, copy_dest=copy_dest, host=node.connection.host,
+                    port=node.connection.port, user=node.connection.user, host_key=node.connection.host_key,
+                    connect_timeout_s=node.connection.connect_timeout_s)
     line = command_line(label=label, lock=label, scripts=[script], which=0, timeout_s=UPLOAD_TIMEOUT_S,
                         doing=step.sentence("create"), node=node.name)
     stdin = pulumi.Output.all(script, key if key is not None else "").apply("".join)
@@ -192,12 +180,13 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
 
 
 def _rollback_hooks(node: Node, label: str, step: StepInfo, undo: Undo | None, unit: str | None):
-    if node.rollback is None:
+    rollback = node.context.rollback
+    if rollback is None:
         return None
     restore = {"check": f"Again, for the previous deployment: {step.do}",
                "switch": f"Switch back to the previous build: {step.do}"}.get(
         undo or "", f"Put the previous {unit} back on {node.name} and restart it")
-    return node.rollback.binding(label, node.name, undo=undo, undo_sentence=step.sentence("delete"),
+    return rollback.binding(label, node.name, undo=undo, undo_sentence=step.sentence("delete"),
                                  restore_sentence=restore, unit=unit)
 
 
@@ -205,7 +194,8 @@ def step_options(node: Node, parent: pulumi.Resource, depends_on: Sequence[pulum
                  expect: Expectation | None, **more) -> pulumi.ResourceOptions:
     """Options every step shares: its parent and dependencies, and, when the nodes are observed,
     the transform that carries the observation of `expect`."""
-    verdict = node.observer.verdict(expect) if node.observer is not None else None
+    observer = node.context.observer
+    verdict = observer.verdict(expect) if observer is not None else None
     return pulumi.ResourceOptions(parent=parent, depends_on=list(depends_on),
                                   transforms=[drift_transform(verdict)] if verdict is not None else None, **more)
 

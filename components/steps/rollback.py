@@ -66,9 +66,9 @@ class Action:
 
 @dataclass
 class Rollback:
-    """One per stack. connections: node name → its probe connection (components/resources/node.py).
-    run_line is the transport (tests give their own)."""
-    connections: Mapping[str, Mapping]
+    """One per stack. connections: node name → its SSH (components/steps/ssh.py), read by the program
+    itself; run_line is the transport (tests give their own)."""
+    connections: Mapping[str, Connection]
     enabled: bool = True
     run_line: Callable[..., tuple[str, str]] = run_line
     actions: list[Action] = field(default_factory=list)
@@ -138,7 +138,7 @@ class Rollback:
         for a in actions:  # already in undo_order
             pulumi.log.info(progress_line("started", a.node, a.sentence))
             try:
-                self.run_line(self._connection(a.node), a.line, stdin=a.stdin, timeout_s=UNDO_TIMEOUT_S,
+                self.run_line(self.connections[a.node], a.line, stdin=a.stdin, timeout_s=UNDO_TIMEOUT_S,
                               what=f"rollback: {a.sentence}")
                 done.append(a.sentence)
                 pulumi.log.info(progress_line("done", a.node, a.sentence))
@@ -168,15 +168,12 @@ class Rollback:
                 continue
             args = " ".join(f"-u {shlex.quote(n)}" for n in names)
             try:
-                out, _ = self.run_line(self._connection(node), f"journalctl --no-pager -o cat -n {JOURNAL_LINES} {args}",
+                out, _ = self.run_line(self.connections[node], f"journalctl --no-pager -o cat -n {JOURNAL_LINES} {args}",
                                        timeout_s=30, what="journal")
                 journals[node] = out.strip() or "(empty)"
             except (RemoteError, OSError) as err:
                 journals[node] = f"(not readable: {err})"
         return journals
-
-    def _connection(self, node: str) -> Connection:
-        return Connection.from_inputs(self.connections[node])
 
 
 def undo_order(actions: list[Action]) -> list[Action]:

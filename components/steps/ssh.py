@@ -1,7 +1,10 @@
-"""The program's own read-only look at a node (components/facts): one script run with the
-system's OpenSSH client while the program builds the plan — not a step, so not a resource. The
-node's host key pinned (a known_hosts file of one line, StrictHostKeyChecking=yes), key auth
-only, no user ssh config, bounded waits. Every change on a node is a step (components/steps/remote.py)."""
+"""How this program reaches a node by SSH: one typed Connection per node (built once, from its
+stack entry), which gives pulumi-command's ConnectionArgs to the steps (components/steps/remote.py)
+and the system's OpenSSH client to the program's own read-only look (the observation, a
+rollback, the todo list's status, discovery): one script run while the program builds the plan
+or reads a node — not a step, so not a resource. Both pin the node's host key (for OpenSSH a
+known_hosts file of one line, StrictHostKeyChecking=yes), key auth only, no user ssh config,
+bounded waits. Every change on a node is a step (components/steps/remote.py)."""
 
 from __future__ import annotations
 
@@ -11,46 +14,70 @@ import subprocess
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass
-from typing import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Iterator
+
+import pulumi
+from pulumi_command import remote as command_remote
 
 from components.names import temp_prefix
+
+if TYPE_CHECKING:
+    from components.config.schema import NodeSpec
+
+# A step's dials of an unreachable node: it fails after DIAL_ERROR_LIMIT dials of at most
+# PER_DIAL_TIMEOUT_S each, plus the provider's backoff between them: well under a minute.
+DIAL_ERROR_LIMIT = 3
+PER_DIAL_TIMEOUT_S = 10
 
 
 @dataclass(frozen=True)
 class Connection:
+    """One node's SSH: its pinned host key, key auth only. private_key is the PEM text (None: the
+    SSH agent answers); it is never shown (repr) and reaches a resource input only as a Pulumi
+    secret (command_args), so the state keeps it encrypted."""
     host: str
     user: str
     port: int
     host_key: str
-    private_key: str | None = None      # PEM text; None: the SSH agent answers
+    private_key: str | None = field(default=None, repr=False)
     connect_timeout_s: int = 10
 
     @classmethod
-    def from_inputs(cls, c: Mapping) -> "Connection":
-        return cls(host=c["host"], user=c["user"], port=int(c["port"]), host_key=c["host_key"],
-                   private_key=c.get("private_key") or None, connect_timeout_s=int(c.get("connect_timeout_s", 10)))
+    def of_node(cls, spec: NodeSpec, private_key: str | None) -> "Connection":
+        """A node of the stack config, with the key its ssh entry names, read by the caller."""
+        return cls(host=spec.host, user=spec.ssh.user, port=spec.ssh.port, host_key=spec.ssh.host_key,
+                   private_key=private_key or None, connect_timeout_s=spec.ssh.connect_timeout_s)
+
+    def secret_key(self) -> pulumi.Output[str] | None:
+        """The key as a resource input takes it: a secret."""
+        return pulumi.Output.secret(self.private_key) if self.private_key else None
+
+    def command_args(self) -> command_remote.ConnectionArgs:
+        """pulumi-command's connection of a step to this node (its provider dials it)."""
+        return command_remote.ConnectionArgs(
+            host=self.host, port=self.port, user=self.user, private_key=self.secret_key(), host_key=self.host_key,
+            dial_error_limit=DIAL_ERROR_LIMIT, per_dial_timeout=min(PER_DIAL_TIMEOUT_S, self.connect_timeout_s))
+
+    @contextmanager
+    def openssh(self) -> Iterator[tuple[list[str], dict]]:
+        """(argv prefix for the system's `ssh` to this node, its environment). The pinned
+        known_hosts lives in a private temp dir for the call only; the key is never written
+        anywhere: an ssh-agent of this call holds it in memory (key_agent)."""
+        with tempfile.TemporaryDirectory(prefix=temp_prefix("ssh")) as tmp, key_agent(self.private_key, tmp) as env:
+            known_hosts = os.path.join(tmp, "known_hosts")
+            host = self.host if self.port == 22 else f"[{self.host}]:{self.port}"
+            with open(known_hosts, "w") as f:
+                f.write(f"{host} {self.host_key}\n")
+            argv = ["ssh", "-F", "/dev/null", "-p", str(self.port), "-o", "BatchMode=yes",
+                    "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={known_hosts}",
+                    "-o", "GlobalKnownHostsFile=/dev/null", "-o", f"ConnectTimeout={self.connect_timeout_s}",
+                    "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=4", "-o", "LogLevel=ERROR"]
+            yield [*argv, "-l", self.user, self.host], env
 
 
 class RemoteError(Exception):
     """A script that failed on its node: the message says where, the exit status and its output."""
-
-
-@contextmanager
-def ssh_argv(conn: Connection) -> Iterator[tuple[list[str], dict]]:
-    """(argv prefix for `ssh` to this node, its environment). The pinned known_hosts lives in a
-    private temp dir for the call only; the key is never written anywhere: an ssh-agent of this
-    call holds it in memory (key_agent)."""
-    with tempfile.TemporaryDirectory(prefix=temp_prefix("ssh")) as tmp, key_agent(conn.private_key, tmp) as env:
-        known_hosts = os.path.join(tmp, "known_hosts")
-        host = conn.host if conn.port == 22 else f"[{conn.host}]:{conn.port}"
-        with open(known_hosts, "w") as f:
-            f.write(f"{host} {conn.host_key}\n")
-        argv = ["ssh", "-F", "/dev/null", "-p", str(conn.port), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes",
-                "-o", f"UserKnownHostsFile={known_hosts}", "-o", "GlobalKnownHostsFile=/dev/null",
-                "-o", f"ConnectTimeout={conn.connect_timeout_s}", "-o", "ServerAliveInterval=15",
-                "-o", "ServerAliveCountMax=4", "-o", "LogLevel=ERROR"]
-        yield [*argv, "-l", conn.user, conn.host], env
 
 
 @contextmanager
@@ -103,7 +130,7 @@ def run_line(conn: Connection, line: str, *, stdin: str = "", timeout_s: int = 6
              what: str = "script") -> tuple[str, str]:
     """(stdout, stderr) of a command line given to the node's login shell, as a step's provider
     runs it (components/steps/remote.py command_line), with `stdin` as its input."""
-    with ssh_argv(conn) as (argv, env):
+    with conn.openssh() as (argv, env):
         try:
             done = subprocess.run([*argv, line], input=stdin.encode(), capture_output=True, timeout=timeout_s,
                                   env=env)

@@ -81,8 +81,7 @@ def connection_for(node, secret: Callable[[str], str | None] | None = None) -> C
             key = path.read_text() if path.is_file() else None
         elif ref.config and secret is not None:
             key = secret(ref.config)
-    return Connection(host=node.host, user=node.ssh.user, port=node.ssh.port, host_key=node.ssh.host_key,
-                      private_key=key, connect_timeout_s=node.ssh.connect_timeout_s)
+    return Connection.of_node(node, key)
 
 
 def _ssh_probe(node: str, conn: Connection, script: str) -> str:

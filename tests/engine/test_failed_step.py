@@ -26,15 +26,17 @@ PROGRAM = """
 import pulumi
 from components.config.schema import NodeSpec
 from components.steps.failure import quiet_when_the_engine_stops
-from components.resources.node import Node
+from components.resources.node import Node, NodeArgs
 from components.steps.remote import upload
+from components.steps.ssh import Connection
 from components.steps.info import StepInfo
 
 quiet_when_the_engine_stops()
 spec = NodeSpec.model_validate({
     "name": "lab-1", "host": "198.18.0.250", "arch": "amd64", "gpu": {"kind": "cpu", "count": 1, "memory_gb": 8},
     "ssh": {"user": "root", "host_key": "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAICEvWJmRmEloEL70S2jUEXoPj0Ob7rHWBDbvqcLgNdih"}})
-node = Node(spec, open("id_test").read())
+key = open("id_test").read()
+node = Node("lab-1", NodeArgs(spec, Connection.of_node(spec, key)))
 upload("tiny-upload", node, step=StepInfo("lab-1", "model", do="Upload model tiny from this machine to lab-1"),
        local_dir="model", remote_dir="/var/lib/blackwell-serving/staging/tiny",
        copy_dest="/var/lib/blackwell-serving/models/tiny", parent=node)

@@ -73,13 +73,13 @@ class Recorder(pulumi.runtime.Mocks):
 
 def build(stack: str, preview: bool = True):
     """(ServingStack, Recorder) for stacks/Pulumi.<stack>.yaml, built under mocks."""
-    from components.resources.stack import ServingStack
+    from components.resources.stack import ServingStack, ServingStackArgs
 
     recorder = Recorder()
     pulumi.runtime.set_mocks(recorder, project="blackwell-serving", stack=stack, preview=preview)
     recorder.watch(pulumi.runtime.settings.SETTINGS.monitor)
     spec = load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
-    built = ServingStack(stack, spec)
+    built = ServingStack(stack, ServingStackArgs(spec))
     return built, recorder
 
 
@@ -184,7 +184,7 @@ def snapshot(stack: str, spec=None) -> Snapshot:
     import os
 
     from components.config.load import PROJECT
-    from components.resources.stack import ServingStack
+    from components.resources.stack import ServingStack, ServingStackArgs
     from components.resources.unit import SystemdUnit
 
     if spec is None:
@@ -220,7 +220,7 @@ def snapshot(stack: str, spec=None) -> Snapshot:
         for r in refs:
             if r.config:
                 pulumi.runtime.set_config(f"{PROJECT}:{r.config}", SENTINEL)
-        out["serving"] = ServingStack(stack, spec, observe=True, prober=probe)
+        out["serving"] = ServingStack(stack, ServingStackArgs(spec, observe=True, prober=probe))
         out["recorder"] = recorder
 
     try:

@@ -2,15 +2,16 @@
 transport replaced (the lab test test_lab_rollback.py runs it on real nodes)."""
 
 import asyncio
+from dataclasses import replace
 
 import pytest
 from pulumi.resource_hooks import ErrorHookArgs, ResourceHookArgs
 
 from components.steps.remote import command_line, read_script
 from components.steps.rollback import Action, Rollback, undo_order
-from components.steps.ssh import RemoteError
+from components.steps.ssh import Connection, RemoteError
 
-CONN = {"host": "198.18.0.11", "user": "root", "port": 22, "host_key": "ssh-ed25519 AAAA", "private_key": None}
+CONN = Connection(host="198.18.0.11", user="root", port=22, host_key="ssh-ed25519 AAAA")
 
 
 class Transport:
@@ -39,7 +40,7 @@ def hook_args(new=None, old=None) -> ResourceHookArgs:
 
 
 def rollback(transport) -> Rollback:
-    return Rollback({"lab-1": CONN, "lab-2": {**CONN, "host": "198.18.0.12"}}, run_line=transport)
+    return Rollback({"lab-1": CONN, "lab-2": replace(CONN, host="198.18.0.12")}, run_line=transport)
 
 
 def hooks(rb: Rollback, label: str, node: str, undo: str, unit=None):

@@ -7,7 +7,7 @@ import pytest
 from components.facts.observer import ObserveError, Observer
 from components.facts import UnitRunning, sha256_text
 from components.facts.observation import NodeFacts, UnitFacts
-from components.steps.ssh import RemoteError
+from components.steps.ssh import Connection, RemoteError
 
 TEXT = "[Service]\nExecStart=/bin/true\n"
 
@@ -30,7 +30,8 @@ class FakeProber:
 
 def observer(answers, dry_run=True):
     prober = FakeProber(answers)
-    return Observer({n: {} for n in answers}, dry_run=dry_run, prober=prober, log=lambda _: None), prober
+    connections = {n: Connection(host=n, user="root", port=22, host_key="ssh-ed25519 AAAA") for n in answers}
+    return Observer(connections, dry_run=dry_run, prober=prober, log=lambda _: None), prober
 
 
 def test_one_probe_per_node_with_everything_it_must_look_at():
