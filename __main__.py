@@ -5,14 +5,14 @@ import sys
 
 import pulumi
 
-from components.operator import reaper
 from components.config import ConfigError, load_from_pulumi
 from components.config.sanity import sanity_warnings
-from components.steps.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
+from components.facts.observer import ObserveError
+from components.operator import reaper
 from components.operator.metrics import file_sd, write_file_sd
 from components.preflight.stack_fit import PreflightError, check_stack_fit
-from components.facts.observer import ObserveError
 from components.resources.stack import ServingStack, ServingStackArgs
+from components.steps.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
 
 # If the CLI is killed mid-run, its language host and providers are ended with it.
 reaper.start()

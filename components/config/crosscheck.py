@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.engines import ENGINES
 from components import names
+from components.engines import ENGINES
 from components.names import RAY_AGENT_PORT, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
 
 if TYPE_CHECKING:

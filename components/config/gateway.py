@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING, Annotated, Literal
 
 from pydantic import Field, model_validator
 
-from components.names import GATEWAY_UNIT
 from components.config.fields import HealthSpec, Name, SecretRef, Strict, documented
+from components.names import GATEWAY_UNIT
 
 if TYPE_CHECKING:
     from components.config.schema import StackSpec

@@ -19,10 +19,10 @@ from pydantic import BaseModel
 from pydantic_core import PydanticUndefined
 
 from components import names
-from components.names import LAYER_REGISTRY_CONTAINER, PREFIX, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
 from components.config.crosscheck import FIRST_USER_PORT
 from components.config.namespace import PROJECT
 from components.config.schema import PROTECTED_UNITS, StackSpec
+from components.names import LAYER_REGISTRY_CONTAINER, PREFIX, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
 
 OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "stack-reference.md"
 COMMAND = "python -m components.config.reference"

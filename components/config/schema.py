@@ -17,7 +17,6 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, Field, field_validator, model_validator
 
-from components.engines import ENGINES, Launch
 from components.config.fields import (
     EnvName,
     HealthSpec,
@@ -34,9 +33,10 @@ from components.config.fields import (
     documented,
     plain_path,
 )
-from components.names import PREFIX, engine_container, engine_unit
 from components.config.gateway import GatewaySpec
 from components.config.venv import VenvSpec, image_problems
+from components.engines import ENGINES, Launch
+from components.names import PREFIX, engine_container, engine_unit
 
 HOST_KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}$")
 GIT_SHA = re.compile(r"^[0-9a-f]{40}$")

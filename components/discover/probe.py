@@ -7,9 +7,9 @@ import shlex
 from dataclasses import dataclass
 
 from components import names
+from components.discover.facts import DiscoveryError, MachineFacts, parse
 from components.steps.render import TEMPLATES
 from components.steps.ssh import Connection, RemoteError, run_line
-from components.discover.facts import DiscoveryError, MachineFacts, parse
 
 SCRIPT = TEMPLATES / "scripts" / "discover.sh"
 

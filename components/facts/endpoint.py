@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 from components.facts.base import Fact, value
 
-
-
 FACT = Fact("url", "urls", "scripts/facts/endpoint.sh.j2", "endpoint", value, ("-w '%{http_code}' \"$1\"",))
 
 

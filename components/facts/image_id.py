@@ -8,8 +8,6 @@ from dataclasses import dataclass
 
 from components.facts.base import ABSENT, Fact, copy_drift, value_or_absent
 
-
-
 FACT = Fact("image", "images", "scripts/facts/image_state.sh.j2", "image_state", value_or_absent,
             ("{{.Id}}", "image inspect {{ "),
             helpers=("scripts/facts/image_id.sh.j2",))

@@ -8,8 +8,6 @@ from dataclasses import dataclass
 
 from components.facts.base import ABSENT, Fact, copy_drift, value_or_absent
 
-
-
 FACT = Fact("dir", "dirs", "scripts/facts/model_cache.sh.j2", "model_cache", value_or_absent,
             ("sha256sum < \"$1/.blackwell-manifest.sha256\"",), helpers=("scripts/_cache_check.sh.j2",))
 

@@ -11,9 +11,9 @@ from typing import Callable, Mapping
 
 import pulumi
 
-from components.steps.ssh import Connection, RemoteError, run_script
 from components.facts import Expectation
 from components.facts.observation import NodeFacts, ProbeOutputError, Watch, parse, probe_script
+from components.steps.ssh import Connection, RemoteError, run_script
 
 PROBE_TIMEOUT_S = 60
 

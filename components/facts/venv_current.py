@@ -7,8 +7,6 @@ from dataclasses import dataclass
 
 from components.facts.base import ABSENT, Fact, value_or_absent
 
-
-
 FACT = Fact("venv", "venvs", "scripts/facts/venv_current.sh.j2", "venv_current", value_or_absent,
             ("readlink \"$1/current\"",))
 

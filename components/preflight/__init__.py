@@ -7,7 +7,6 @@ runs it on a stack config, ``model_source`` finds the model's config).
 """
 
 from components.preflight.bandwidth import FabricBandwidth
-from components.preflight.probes import EngineProbe, FabricCheck
 from components.preflight.fit import (
     DEFAULT_MEMORY_FRACTION,
     DEFAULT_OVERHEAD_BYTES_PER_GPU,
@@ -23,14 +22,15 @@ from components.preflight.fit import (
 )
 from components.preflight.model_facts import (
     GB,
-    GiB,
     KV_DTYPE_BYTES,
+    GiB,
     ModelFacts,
     kv_dtype_bytes,
     model_facts_from_config,
     safetensors_dir_bytes,
     weight_bytes_from_index,
 )
+from components.preflight.probes import EngineProbe, FabricCheck
 
 __all__ = [
     "EngineProbe",

@@ -14,16 +14,16 @@ from typing import Sequence
 import pulumi
 
 from components import names
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config.schema import BandwidthCheck, DeploymentSpec, FabricSpec
+from components.resources.component import Component, Ready
 from components.resources.containers import docker_args
 from components.resources.fabric import fabric_environment, node_fabric
 from components.resources.image import peer_values
 from components.resources.node import Node
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run, tagged_line
 from components.steps.render import TEMPLATES, render
-from components.steps.info import StepInfo
 
 ALLREDUCE = (TEMPLATES / "scripts" / "allreduce_bandwidth.py").read_text()
 

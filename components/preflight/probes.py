@@ -9,18 +9,18 @@ from typing import Sequence
 
 import pulumi
 
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config.schema import FabricSpec
 from components.engines import Engine
+from components.facts import FabricUp
+from components.facts.rdma_port import rdma_port
+from components.resources.component import Component, Ready
 from components.resources.fabric import node_fabric
 from components.resources.image import peer_values
 from components.resources.node import Node
-from components.facts import FabricUp
-from components.facts.rdma_port import rdma_port
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run
 from components.steps.render import python_program, render
-from components.steps.info import StepInfo
 
 
 @dataclass(frozen=True)

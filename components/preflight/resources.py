@@ -30,16 +30,16 @@ from typing import Sequence
 
 import pulumi
 
-from components.steps import types
-from components.resources.component import Component, Ready
+from components.config.sanity import UNIFIED_MEMORY_KINDS, node_claims
 from components.config.schema import StackSpec
+from components.preflight.model_facts import GB
+from components.resources.component import Component, Ready
 from components.resources.node import Node
+from components.runtimes import RUNTIMES
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run
 from components.steps.render import render
-from components.runtimes import RUNTIMES
-from components.steps.info import StepInfo
-from components.preflight.model_facts import GB
-from components.config.sanity import UNIFIED_MEMORY_KINDS, node_claims
 
 # What nvidia-smi calls each kind (a substring of its name column).
 GPU_NAMES = {"gb10": "GB10", "rtx-pro-6000": "RTX PRO 6000"}

@@ -18,9 +18,9 @@ import pulumi
 
 from components.config.schema import DeploymentSpec
 from components.resources.node import Node
+from components.steps.info import StepInfo
 from components.steps.remote import run, tagged_line
 from components.steps.render import TEMPLATES, render
-from components.steps.info import StepInfo
 
 PROGRAM = (TEMPLATES / "scripts" / "benchmark_engine.py").read_text()
 # Where the env file is mounted when the program runs in the engine image (no python3 on the node).

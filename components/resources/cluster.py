@@ -9,18 +9,17 @@ from typing import Sequence
 import pulumi
 
 from components import names
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
+from components.facts import RayMembers
+from components.resources.component import Component, Ready
 from components.resources.containers import docker_args
 from components.resources.fabric import fabric_environment
 from components.resources.node import Node
-from components.facts import RayMembers
+from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, SystemdUnitArgs, container_unit_text
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run
 from components.steps.render import render
-from components.steps.info import StepInfo
-from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, SystemdUnitArgs, container_unit_text
-
 
 # bash: until HOST:PORT accepts a TCP connection, for at most SECONDS.
 WAIT_FOR_PORT = ('end=$((SECONDS + $3)); until (exec 3<>"/dev/tcp/$1/$2") 2>/dev/null; do '

@@ -11,20 +11,16 @@ from typing import Sequence
 import pulumi
 
 from components import names
-from components.steps import types
-from components.resources.component import Component, Ready
-from components.resources.benchmark import benchmark_step, figures as benchmark_figures
-from components.resources.cluster import RayCluster
 from components.config.crosscheck import rank_watch_ranks
 from components.config.schema import DeploymentSpec, FabricSpec
 from components.engines import engine_of
+from components.facts import EndpointAnswers
+from components.resources.benchmark import benchmark_step
+from components.resources.benchmark import figures as benchmark_figures
+from components.resources.cluster import RayCluster
+from components.resources.component import Component, Ready
 from components.resources.fabric import fabric_environment
 from components.resources.node import Node
-from components.facts import EndpointAnswers
-from components.steps.remote import run
-from components.steps.render import digest, render
-from components.runtimes import RankStart, Runtime
-from components.steps.info import StepInfo
 from components.resources.unit import DROP_PAGE_CACHE, SystemdUnit, SystemdUnitArgs, env_file_text
 from components.resources.watchdog import (
     RankWatch,
@@ -34,6 +30,11 @@ from components.resources.watchdog import (
     rank_watch_component,
     watchdog_name,
 )
+from components.runtimes import RankStart, Runtime
+from components.steps import types
+from components.steps.info import StepInfo
+from components.steps.remote import run
+from components.steps.render import digest, render
 
 
 @dataclass(frozen=True)

@@ -55,16 +55,11 @@ from typing import Mapping, Sequence
 import pulumi
 
 from components import names
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config.schema import DeploymentSpec, StackSpec
+from components.facts import EndpointAnswers, UnitRunning
+from components.resources.component import Component, Ready
 from components.resources.containers import file_mount
 from components.resources.node import Node
-from components.facts import EndpointAnswers, UnitRunning
-from components.steps.remote import run, started
-from components.steps.render import TEMPLATES, digest, render
-from components.steps.secrets import resolve
-from components.steps.info import StepInfo
 from components.resources.unit import (
     UNIT_DELIMITER,
     container_unit_text,
@@ -72,6 +67,11 @@ from components.resources.unit import (
     env_step,
     generation_of,
 )
+from components.steps import types
+from components.steps.info import StepInfo
+from components.steps.remote import run, started
+from components.steps.render import TEMPLATES, digest, render
+from components.steps.secrets import resolve
 
 UNIT = names.GATEWAY_UNIT
 CONTAINER = names.GATEWAY_CONTAINER

@@ -9,16 +9,16 @@ from typing import Sequence
 
 import pulumi
 
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
+from components.facts import ImageCopied, ImagePresent
+from components.resources.component import Component, Ready
 from components.resources.layer_registry import LayerRegistry, registry_repo
 from components.resources.node import Node
-from components.facts import ImageCopied, ImagePresent
-from components.steps.remote import run, tagged_line
 from components.resources.relay import relay_plan
-from components.steps.render import digest, render
+from components.steps import types
 from components.steps.info import StepInfo
+from components.steps.remote import run, tagged_line
+from components.steps.render import digest, render
 
 
 def requirements(spec: ImageSpec) -> list[str]:

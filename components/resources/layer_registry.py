@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Sequence
 
 import pulumi
 
-from components.steps import types
-from components.resources.component import Component, Ready
-from components.names import LAYER_REGISTRY_CONTAINER
 from components.config.schema import LayerRegistry as LayerRegistrySpec
-from components.resources.node import Node
 from components.facts import EndpointAnswers
+from components.names import LAYER_REGISTRY_CONTAINER
+from components.resources.component import Component, Ready
+from components.resources.node import Node
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run
 from components.steps.render import digest, render
-from components.steps.info import StepInfo
 
 if TYPE_CHECKING:
     from components.resources.image import ContainerImage

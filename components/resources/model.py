@@ -12,16 +12,16 @@ from typing import Sequence
 
 import pulumi
 
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
+from components.facts import CacheComplete, CacheCopied
+from components.resources.component import Component, Ready
 from components.resources.image import over, peer_values
 from components.resources.node import Node
-from components.facts import CacheComplete, CacheCopied
 from components.resources.relay import relay_plan
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import directory_digest, run, upload
 from components.steps.render import render
-from components.steps.info import StepInfo
 
 
 def cache_paths(spec: ModelSpec) -> tuple[str, str]:

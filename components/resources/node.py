@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pulumi
 
-from components.steps import types
-from components.resources.component import Component
 from components.config.schema import NodeSpec
-from components.steps.ssh import Connection
+from components.resources.component import Component
+from components.steps import types
 from components.steps.info import STEPS_OUTPUT, StepContext, StepInfo
+from components.steps.ssh import Connection
 
 
 @dataclass(frozen=True)

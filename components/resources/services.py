@@ -8,13 +8,13 @@ from typing import Sequence
 
 import pulumi
 
-from components.steps import types
+from components.facts import UnitKept, UnitRetired
 from components.resources.component import Component, Ready
 from components.resources.node import Node
-from components.facts import UnitKept, UnitRetired
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run
 from components.steps.render import render
-from components.steps.info import StepInfo
 
 
 def foreign_unit_name(node: str, unit: str) -> str:

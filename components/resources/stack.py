@@ -9,25 +9,20 @@ from dataclasses import dataclass
 import pulumi
 
 from components import names
-from components.steps import types
+from components.config import ConfigError
+from components.config.schema import StackSpec
+from components.engines import engine_of
+from components.facts.observer import Observer, Prober
+from components.preflight.bandwidth import FabricBandwidth, FabricBandwidthArgs
+from components.preflight.probes import EngineProbe, EngineProbeArgs, FabricCheck, FabricCheckArgs
+from components.preflight.resources import resource_checks
 from components.resources.cluster import RayCluster, RayClusterArgs
 from components.resources.component import Component, Ready
-from components.config.schema import StackSpec
 from components.resources.deployment import Deployment, DeploymentArgs
-from components.engines import engine_of
 from components.resources.gateway import gateway_for
 from components.resources.layer_registry import LayerRegistry, LayerRegistryArgs, layer_registry_name
 from components.resources.model import ModelCache, ModelCacheArgs
 from components.resources.node import Node, NodeArgs, read_private_key
-from components.preflight.bandwidth import FabricBandwidth, FabricBandwidthArgs
-from components.preflight.probes import EngineProbe, EngineProbeArgs, FabricCheck, FabricCheckArgs
-from components.preflight.resources import resource_checks
-from components.steps.rollback import Rollback
-from components.config import ConfigError
-from components.facts.observer import Observer
-from components.facts.observer import Prober
-from components.steps.secrets import plain_value, resolve
-from components.runtimes import RUNTIMES, downloader
 from components.resources.services import (
     KeptService,
     KeptServiceArgs,
@@ -35,8 +30,12 @@ from components.resources.services import (
     RetiredServiceArgs,
     foreign_unit_name,
 )
-from components.steps.ssh import Connection
+from components.runtimes import RUNTIMES, downloader
+from components.steps import types
 from components.steps.info import StepContext
+from components.steps.rollback import Rollback
+from components.steps.secrets import plain_value, resolve
+from components.steps.ssh import Connection
 
 
 @dataclass(frozen=True)

@@ -9,13 +9,13 @@ from typing import Sequence
 
 import pulumi
 
-from components.steps import types
+from components.facts import EnvFileWritten, UnitRunning
 from components.resources.component import Component, Ready
 from components.resources.node import Node
-from components.facts import EnvFileWritten, UnitRunning
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run, started, tagged_line
 from components.steps.render import digest, render
-from components.steps.info import StepInfo
 
 UNIT_DELIMITER = "BWS_UNIT_EOF"
 # ExecStartPre of the units that load weights (the engine, its Ray nodes): on unified memory the

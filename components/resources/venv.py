@@ -29,18 +29,18 @@ from urllib.parse import unquote
 
 import pulumi
 
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config import ConfigError
 from components.config.load import PROJECT
 from components.config.schema import DeploymentSpec, ImageSpec
 from components.config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
 from components.engines import ENGINES
-from components.resources.node import Node
 from components.facts import VenvCurrent
+from components.resources.component import Component, Ready
+from components.resources.node import Node
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run, tagged_line
 from components.steps.render import digest, python_program, render
-from components.steps.info import StepInfo
 
 # What a commit that is not set yet reads as in a preview's scripts (the build refuses it).
 UNSET_COMMIT = "not_set"

@@ -11,14 +11,14 @@ from typing import Sequence
 import pulumi
 
 from components import names
-from components.steps import types
-from components.resources.component import Component, Ready
 from components.config.schema import DeploymentSpec
-from components.resources.node import Node
 from components.facts import UnitRunning
+from components.resources.component import Component, Ready
+from components.resources.node import Node
+from components.steps import types
+from components.steps.info import StepInfo
 from components.steps.remote import run
 from components.steps.render import render
-from components.steps.info import StepInfo
 
 # The watchdog's own state on the node (failures in a row, the start that answered, the stop it
 # told of): runtime only, gone with a reboot.

@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import pulumi
 
 if TYPE_CHECKING:
-    from components.resources.component import Ready
     from components.config.schema import DeploymentSpec, FabricSpec, ImageSpec, StackSpec
+    from components.resources.component import Ready
     from components.resources.layer_registry import LayerRegistry
     from components.resources.node import Node
 

@@ -38,9 +38,9 @@ from pulumi_command import local as command_local
 from pulumi_command import remote as command_remote
 
 from components.names import STEP_ARGV0
+from components.steps.info import StepInfo
 from components.steps.render import digest, render, slug
 from components.steps.rollback import Undo
-from components.steps.info import StepInfo
 
 if TYPE_CHECKING:  # types only: the steps floor sits below the facts and the components
     from components.facts import Expectation

@@ -15,13 +15,12 @@ from pathlib import Path
 
 from components.config import ConfigError, load_stack_file
 from components.config.load import PROJECT
-
 from components.steps import failure
 from components.todo import engine
 from components.todo.interrupted import clear_stale_locks, lock_files, pending_operations, resume_interrupted
 from components.todo.live import LiveTodo
-from components.todo.status import benchmark_lines, stack_outputs, status
 from components.todo.plan import build_items, declared_steps, state_records, step_metadata, urn_name
+from components.todo.status import benchmark_lines, stack_outputs, status
 from components.todo.views import FORMATS, render
 
 

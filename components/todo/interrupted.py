@@ -31,7 +31,6 @@ from typing import Mapping
 from urllib.parse import urlparse
 
 from components.steps.info import index
-
 from components.todo.plan import state_records
 
 

@@ -16,9 +16,9 @@ from datetime import datetime
 from typing import Callable, Mapping, Sequence
 
 from components.steps import failure
-from components.steps.rollback import parse_progress
 from components.steps.info import StepInfo
-from components.todo.plan import Item, item_for, merge_steps, is_work, urn_name
+from components.steps.rollback import parse_progress
+from components.todo.plan import Item, is_work, item_for, merge_steps, urn_name
 from components.todo.views import MARK
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|<\{%[^%]*%\}>")

@@ -23,9 +23,8 @@ from dataclasses import asdict, dataclass, field
 from typing import Iterable, Mapping
 
 from components.config.schema import StackSpec
-from components.steps.remote import drift_reason
 from components.steps.info import STEPS_OUTPUT, StepInfo, index
-
+from components.steps.remote import drift_reason
 from components.todo import unit_diff
 from components.todo.describe import PHASES, describe
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
 
-from components.config.schema import StackSpec
 from components import names
+from components.config.schema import StackSpec
 from components.engines import ENGINES
 from components.steps.render import render
 from components.steps.ssh import Connection, RemoteError, run_script
@@ -167,7 +167,6 @@ def stack_outputs(stack: str, work_dir: Path) -> tuple[dict, Callable[[str], str
     """(the stack outputs as plain values, a reader of the stack's secret config) through the
     Automation API; no preview runs, no node is contacted."""
     from components.config.load import PROJECT
-
     from components.todo import engine
     st = engine.select(stack, work_dir)
     outputs = {k: v.value for k, v in st.outputs().items()}
