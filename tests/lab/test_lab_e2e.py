@@ -21,7 +21,8 @@ pytestmark = pytest.mark.lab
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
 STACK = "lab"
-UNITS = {NODE1: ["bws-tiny.service", "bws-tiny-watchdog.timer", "bws-tiny-b-ray-worker.service"],
+UNITS = {NODE1: ["bws-tiny.service", "bws-tiny-watchdog.timer", "bws-tiny-b-ray-worker.service",
+                 "bws-tiny-gguf.service", "bws-tiny-gguf-watchdog.timer"],
          NODE2: ["bws-tiny.service", "bws-tiny-rank1-watch.timer", "bws-tiny-b-ray-head.service", "bws-tiny-b.service"]}
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 
