@@ -104,6 +104,7 @@ def test_an_unknown_flag_stops_the_up_at_the_engine_probe_before_anything_stops(
         text = up.stdout + up.stderr
         assert up.returncode != 0, text[-3000:]
         assert "--no-such-llama-flag: unknown to llamacpp" in text, text[-3000:]
+        print(next(line.strip() for line in text.splitlines() if "--no-such-llama-flag: unknown" in line))
         assert "nothing was stopped" in text, text[-3000:]
         assert unit_prop(NODE1, UNIT, "InvocationID") == run_before   # never stopped
         assert answers()
