@@ -90,8 +90,9 @@ def test_a_wedged_llama_server_is_restarted_by_the_watchdog(converged):
 
 def test_an_unknown_flag_stops_the_up_at_the_engine_probe_before_anything_stops(converged, tmp_path):
     """The lab stack (this repository's backend and state) from a copy of the program whose stack
-    file gives llama-server a flag it does not have: the probe (llama-server --help in the image) fails the up, llama-server keeps running
-    untouched; the repository's own stack file converges it back."""
+    file gives llama-server a flag it does not have: the probe (llama-server --help in the image)
+    fails the up, llama-server keeps running untouched; the repository's own stack file converges
+    it back."""
     project = copy_project(tmp_path)
     config = yaml.safe_load(LAB_CONFIG.read_text())
     gguf = next(d for d in config["config"]["blackwell-serving:deployments"] if d["name"] == "tiny-gguf")

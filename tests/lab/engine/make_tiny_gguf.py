@@ -97,7 +97,8 @@ def main(model_dir: Path, out: Path) -> None:
     w.add_remove_extra_whitespaces(True)
     w.add_chat_template(CHAT_TEMPLATE)
 
-    weights = {k: v.to(torch.float32).numpy() for k, v in sorted(load_file(str(model_dir / "model.safetensors")).items())}
+    tensors = load_file(str(model_dir / "model.safetensors"))
+    weights = {k: v.to(torch.float32).numpy() for k, v in sorted(tensors.items())}
     names = {"self_attn.q_proj": "attn_q", "self_attn.k_proj": "attn_k", "self_attn.v_proj": "attn_v",
              "self_attn.o_proj": "attn_output", "mlp.gate_proj": "ffn_gate", "mlp.up_proj": "ffn_up",
              "mlp.down_proj": "ffn_down", "input_layernorm": "attn_norm", "post_attention_layernorm": "ffn_norm"}
