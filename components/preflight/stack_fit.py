@@ -10,10 +10,10 @@ from dataclasses import dataclass
 
 from components.config.sanity import object_store_nodes
 from components.config.schema import DeploymentSpec, StackSpec
+from components.engines import ModelFileError, engine_of
 from components.preflight.fit import FitReport, Layout, NodeSpec, check_fit
 from components.preflight.model_facts import GB, model_facts_from_config
 from components.preflight.model_source import ModelConfigError, ModelFactsUnavailable, config_and_weight_bytes
-from components.engines import ModelFileError, engine_of
 
 
 @dataclass(frozen=True)

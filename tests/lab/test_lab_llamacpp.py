@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from components.engines.llamacpp import gguf_reader
-from tests.lab import topology as lab
 from tests.engine.conftest import copy_project
+from tests.lab import topology as lab
 from tests.lab.helpers import LAB_CONFIG, completion, converge_lab_stack, pulumi, require_lab, sh, unit_prop, wait_until
 
 pytestmark = pytest.mark.lab
