@@ -6,18 +6,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.engines.base import Engine, Launch
+from components.engines.base import Engine, Launch, ModelFileError
+from components.engines.llamacpp import LlamaCpp
 from components.engines.sglang import SGLang
 from components.engines.vllm import VLLM
 
 if TYPE_CHECKING:
     from components.config.schema import DeploymentSpec
 
-ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM(), SGLang())}
+ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM(), SGLang(), LlamaCpp())}
 
 
 def engine_of(d: DeploymentSpec) -> Engine:
     return ENGINES[d.engine]
 
 
-__all__ = ["ENGINES", "Engine", "Launch", "engine_of"]
+__all__ = ["ENGINES", "Engine", "Launch", "ModelFileError", "engine_of"]

@@ -14,10 +14,15 @@ from abc import ABC, abstractmethod
 from typing import TYPE_CHECKING, ClassVar, Literal
 
 if TYPE_CHECKING:  # the schema imports the registry: the engines take its models as plain values
-    from components.config.schema import DeploymentSpec
+    from components.config.schema import DeploymentSpec, ModelSpec
 
 # single: one node; ray: over a Ray cluster; native: the engine's own multi-node launch.
 Launch = Literal["single", "ray", "native"]
+
+
+class ModelFileError(Exception):
+    """An engine's own model file cannot be read (Engine.fit_inputs): the plan stops with this
+    message, which names the file and the fix."""
 
 
 class Engine(ABC):
@@ -64,6 +69,13 @@ class Engine(ABC):
 
     def rank_count(self, d: DeploymentSpec) -> int:
         return len(d.nodes) if d.topology == "native" else 1
+
+    def fit_inputs(self, d: DeploymentSpec, model: ModelSpec) -> tuple[tuple[dict, int], str] | None:
+        """What the memory-fit check computes with (components/preflight/stack_fit.py), when this
+        engine's models are files of their own: ((a config in config.json's terms, the weights'
+        bytes), where they came from); ModelFileError when they cannot be read. None: the fit reads
+        the model's Hugging Face config.json (every engine of safetensors checkpoints)."""
+        return None
 
     def rank_argvs(self, d: DeploymentSpec, model_path: str, head_address: str | None) -> list[list[str]]:
         """Every command line the deployment's ranks run: what the engine's own parser checks

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 
 from components.config.sanity import object_store_nodes
 from components.config.schema import DeploymentSpec, StackSpec
+from components.engines import ModelFileError, engine_of
 from components.preflight.fit import FitReport, Layout, NodeSpec, check_fit
 from components.preflight.model_facts import GB, model_facts_from_config
 from components.preflight.model_source import ModelConfigError, ModelFactsUnavailable, config_and_weight_bytes
@@ -37,10 +38,11 @@ def layout(spec: StackSpec, d: DeploymentSpec) -> Layout:
 
 def deployment_fit(spec: StackSpec, d: DeploymentSpec, offline: bool) -> DeploymentFit:
     try:
-        (config, weight_bytes), source = config_and_weight_bytes(spec.model(d.model), offline)
+        model = spec.model(d.model)
+        (config, weight_bytes), source = engine_of(d).fit_inputs(d, model) or config_and_weight_bytes(model, offline)
     except ModelFactsUnavailable as exc:
         return DeploymentFit(d.name, "", None, str(exc))
-    except ModelConfigError as exc:
+    except (ModelConfigError, ModelFileError) as exc:
         raise PreflightError(f"deployment {d.name}: {exc}\nNothing was changed on any node.") from None
     try:
         facts = model_facts_from_config(config, weight_bytes=weight_bytes)

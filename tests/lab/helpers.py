@@ -55,9 +55,11 @@ def project_with_a_module_moved(tmp_path):
             shutil.copytree(src, copy / name, ignore=shutil.ignore_patterns("__pycache__"))
         else:
             shutil.copy2(src, copy / name)
-    (copy / "components" / "services.py").rename(copy / "components" / "foreign_units.py")
-    stack_py = copy / "components" / "stack.py"
-    stack_py.write_text(stack_py.read_text().replace("from .services import", "from .foreign_units import"))
+    resources = copy / "components" / "resources"
+    (resources / "services.py").rename(resources / "foreign_units.py")
+    stack_py = resources / "stack.py"
+    stack_py.write_text(stack_py.read_text().replace("from components.resources.services import",
+                                                     "from components.resources.foreign_units import"))
     (copy / ".venv").symlink_to(REPO / ".venv")
     (copy / "tests").symlink_to(REPO / "tests")
     return copy

@@ -15,7 +15,7 @@ import sys
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import changes, pulumi, require_lab, sh
+from tests.lab.helpers import api_key, changes, pulumi, require_lab, sh
 
 pytestmark = pytest.mark.lab
 
@@ -61,17 +61,21 @@ def test_every_scrape_target_answers_metrics_on_its_node(outputs):
     groups = outputs["metrics"]
     written = json.loads((REPO / ".state" / "metrics" / f"{STACK}.json").read_text())
     assert written == groups
-    heads = {"tiny": "lab-1", "tiny-b": "lab-2"}  # each deployment's head, where /metrics is served
+    # each deployment's head, where /metrics is served, and its engine (the metrics' prefix)
+    heads = {"tiny": ("lab-1", "vllm"), "tiny-b": ("lab-2", "vllm"), "tiny-gguf": ("lab-1", "llamacpp")}
     assert [g["labels"]["deployment"] for g in groups] == list(heads)
     for g in groups:
         labels = g["labels"]
-        assert (labels["engine"], labels["node"], labels["stack"]) == ("vllm", heads[labels["deployment"]], STACK)
+        node_name, engine = heads[labels["deployment"]]
+        assert (labels["engine"], labels["node"], labels["stack"]) == (engine, node_name, STACK)
         node = NODES[labels["node"]]
+        # llama-server asks for the API key on /metrics too (vLLM serves it without)
+        auth = f"-H 'Authorization: Bearer {api_key()}'" if engine == "llamacpp" else ""
         for target in g["targets"]:
             host, port = target.rsplit(":", 1)
             assert host == node.mgmt_ip      # the engine listens on every address: the node's management one
-            text = sh(node, f"curl -fsS -m 10 http://127.0.0.1:{int(port)}/metrics")
-            assert "# TYPE" in text and "vllm:" in text, text[:500]
+            text = sh(node, f"curl -fsS -m 10 {auth} http://127.0.0.1:{int(port)}/metrics")
+            assert "# TYPE" in text and f"{engine}:" in text, text[:500]
 
 
 def test_the_status_view_reads_health_benchmark_and_memory(outputs):

@@ -21,9 +21,11 @@ pytestmark = pytest.mark.lab
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
 STACK = "lab"
-UNITS = {NODE1: ["bws-tiny.service", "bws-tiny-watchdog.timer", "bws-tiny-b-ray-worker.service"],
+UNITS = {NODE1: ["bws-tiny.service", "bws-tiny-watchdog.timer", "bws-tiny-b-ray-worker.service",
+                 "bws-tiny-gguf.service", "bws-tiny-gguf-watchdog.timer"],
          NODE2: ["bws-tiny.service", "bws-tiny-rank1-watch.timer", "bws-tiny-b-ray-head.service", "bws-tiny-b.service"]}
 MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
+GGUF_MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama-gguf--lab-v1"
 
 
 @pytest.fixture(scope="module")
@@ -399,6 +401,9 @@ def test_destroy_gives_the_nodes_back(converged, tmp_path_factory):
         assert container_ids(node) == ""
         assert sh(node, "docker images -q blackwell-serving/vllm-lab") == ""
         assert sh(node, f"test -e {MODEL_DIR} && echo present || echo gone") == "gone"
+    # lab-1's llama.cpp deployment: its derived image and its GGUF model's cache
+    assert sh(NODE1, "docker images -q blackwell-serving/llama-lab") == ""
+    assert sh(NODE1, f"test -e {GGUF_MODEL_DIR} && echo present || echo gone") == "gone"
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "active"
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "enabled"
     assert unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID") == pid

@@ -25,8 +25,8 @@ pytestmark = pytest.mark.lab
 
 NODE1, NODE2 = lab.nodes(2)
 PORT = 4000
-MODELS = ["tiny-llama", "tiny-llama-b"]
-ENGINES = {NODE1: ["bws-tiny.service", "bws-tiny-b-ray-worker.service"],
+MODELS = ["tiny-llama", "tiny-llama-b", "tiny-llama-gguf"]
+ENGINES = {NODE1: ["bws-tiny.service", "bws-tiny-b-ray-worker.service", "bws-tiny-gguf.service"],
            NODE2: ["bws-tiny-b.service", "bws-tiny.service", "bws-tiny-b-ray-head.service"]}
 GATEWAY = "bws-gateway.service"
 

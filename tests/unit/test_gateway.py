@@ -43,13 +43,15 @@ def test_config_routes_every_deployment_to_its_head_with_its_own_key():
     spec = snap("lab").spec
     config = yaml.safe_load(litellm_config(spec))
     by_name = {m["model_name"]: m for m in config["model_list"]}
-    assert list(by_name) == [d.served_name for d in spec.deployments] == ["tiny-llama", "tiny-llama-b"]
-    # tiny's head is the gateway's node: loopback; tiny-b's head is lab-2: its fabric address.
+    assert list(by_name) == [d.served_name for d in spec.deployments] == ["tiny-llama", "tiny-llama-b",
+                                                                              "tiny-llama-gguf"]
+    # tiny's and tiny-gguf's head is the gateway's node: loopback; tiny-b's head is lab-2: its fabric address.
     assert by_name["tiny-llama"]["litellm_params"] == {
         "model": "openai/tiny-llama", "api_base": "http://127.0.0.1:8000/v1",
         "api_key": "os.environ/BWS_DEPLOYMENT_KEY_TINY", "timeout": 600, "stream_timeout": 600}
     assert by_name["tiny-llama-b"]["litellm_params"]["api_base"] == "http://198.19.0.12:8002/v1"
     assert by_name["tiny-llama-b"]["litellm_params"]["api_key"] == "os.environ/BWS_DEPLOYMENT_KEY_TINY_B"
+    assert by_name["tiny-llama-gguf"]["litellm_params"]["api_base"] == "http://127.0.0.1:8003/v1"
     assert config["general_settings"] == {"master_key": f"os.environ/{MASTER_KEY_VAR}",
                                           "custom_auth": "bws_key_check.check_key",
                                           "custom_auth_run_common_checks": True}
@@ -60,14 +62,15 @@ def test_config_routes_every_upstream_model_and_a_keyless_deployment(monkeypatch
     del doc["config"][P + "deployments"][1]["api_key"]
     spec = load_engine_path(doc["config"])
     config = yaml.safe_load(litellm_config(spec))
-    assert [m["model_name"] for m in config["model_list"]] == ["tiny-llama", "tiny-llama-b", "bge-small", "bge-large"]
-    up = config["model_list"][2]
+    assert [m["model_name"] for m in config["model_list"]] == ["tiny-llama", "tiny-llama-b", "tiny-llama-gguf",
+                                                               "bge-small", "bge-large"]
+    up = config["model_list"][3]
     assert up["litellm_params"]["api_base"] == "http://198.19.0.12:8001/v1"
     assert up["litellm_params"]["api_key"] == "os.environ/BWS_UPSTREAM_KEY_EMBEDDINGS"
     assert up["model_info"] == {"mode": "embedding"}
     # A deployment without a key: a placeholder (the OpenAI client wants one), not a secret.
     assert config["model_list"][1]["litellm_params"]["api_key"] == "none"
-    assert [(r.model, r.mode) for r in routes(spec)][2:] == [("bge-small", "embedding"), ("bge-large", "embedding")]
+    assert [(r.model, r.mode) for r in routes(spec)][3:] == [("bge-small", "embedding"), ("bge-large", "embedding")]
 
 
 def test_a_deployment_bound_to_an_address_is_reached_there():
@@ -75,7 +78,8 @@ def test_a_deployment_bound_to_an_address_is_reached_there():
     doc["config"][P + "deployments"][1]["bind"] = "198.19.0.12"  # the fabric only
     doc["config"][P + "deployments"][0]["bind"] = "127.0.0.1"    # loopback, on the gateway's node
     spec = load_engine_path(doc["config"])
-    assert [r.api_base for r in routes(spec)] == ["http://127.0.0.1:8000/v1", "http://198.19.0.12:8002/v1"]
+    assert [r.api_base for r in routes(spec)] == ["http://127.0.0.1:8000/v1", "http://198.19.0.12:8002/v1",
+                                                  "http://127.0.0.1:8003/v1"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -88,7 +92,7 @@ def test_keys_travel_on_stdin_only(monkeypatch):
     # The keys are the stdin of the gateway's env step alone: the install step's stays plain.
     data = stdin_data(s.by_name("gateway-env"))
     assert data == f"BWS_DEPLOYMENT_KEY_TINY={SENTINEL}\nBWS_DEPLOYMENT_KEY_TINY_B={SENTINEL}\n" \
-                   f"{MASTER_KEY_VAR}={SENTINEL}\n"
+                   f"BWS_DEPLOYMENT_KEY_TINY_GGUF={SENTINEL}\n{MASTER_KEY_VAR}={SENTINEL}\n"
     assert stdin_data(install) == "" and "4dabf18193072939515e22adb298388d" not in str(install.inputs["stdin"])
     assert 'env_path=/etc/blackwell-serving/gateway.env' in script_of(s.by_name("gateway-env"))
     script = script_of(install)

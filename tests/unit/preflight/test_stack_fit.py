@@ -18,6 +18,13 @@ def spec(stack: str):
     return load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
 
 
+def tiny_lab():
+    """The lab stack with the deployments of its first model (tiny) alone: the tests below swap
+    that model's source."""
+    lab = spec("lab")
+    return lab.model_copy(update={"deployments": [d for d in lab.deployments if d.model == lab.models[0].name]})
+
+
 def test_spark_duo_reports_the_fit_of_both_sparks_offline():
     lines: list[str] = []
     fits = check_stack_fit(spec("spark-duo"), offline=True, log=lines.append)
@@ -45,7 +52,7 @@ def test_a_local_model_is_read_from_its_directory(tmp_path):
         "architectures": ["LlamaForCausalLM"], "num_hidden_layers": 2, "num_attention_heads": 2,
         "num_key_value_heads": 1, "hidden_size": 128, "torch_dtype": "bfloat16"}))
     (model / "model.safetensors").write_bytes(b"\0" * 4096)
-    lab = spec("lab")
+    lab = tiny_lab()
     tiny = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
     fit = stack_fit(lab.model_copy(update={"models": [tiny]}), offline=True)[0]
     assert fit.source == str(model)
@@ -53,7 +60,7 @@ def test_a_local_model_is_read_from_its_directory(tmp_path):
 
 
 def test_a_hub_model_without_config_or_catalog_entry_is_reported_unchecked():
-    lab = spec("lab")
+    lab = tiny_lab()
     unknown = lab.models[0].model_copy(update={
         "repo": "nobody/unknown-model", "revision": "0" * 40,
         "source": lab.models[0].source.model_copy(update={"kind": "hub", "path": None})})
@@ -65,7 +72,7 @@ def test_a_hub_model_without_config_or_catalog_entry_is_reported_unchecked():
 @pytest.mark.parametrize("make", [lambda d: None, lambda d: d.mkdir(),
                                   lambda d: (d.mkdir(), (d / "weights.bin").write_bytes(b"x"))])
 def test_a_local_model_directory_that_is_absent_or_no_model_stops_the_plan(tmp_path, make):
-    lab = spec("lab")
+    lab = tiny_lab()
     directory = tmp_path / "tiny"
     make(directory)
     missing = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(
@@ -84,7 +91,7 @@ def test_a_broken_config_of_a_local_model_stops_the_plan_with_one_message(tmp_pa
     model.mkdir()
     (model / "config.json").write_bytes(content)
     (model / "model.safetensors").write_bytes(b"\0" * 4096)
-    lab = spec("lab")
+    lab = tiny_lab()
     broken = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
     with pytest.raises(PreflightError) as err:
         check_stack_fit(lab.model_copy(update={"models": [broken]}), offline=True, log=lambda _: None)
@@ -96,7 +103,7 @@ def test_a_local_model_without_weights_stops_the_plan_with_one_message(tmp_path)
     model = tmp_path / "m"
     model.mkdir()
     (model / "config.json").write_text(json.dumps({"architectures": ["LlamaForCausalLM"]}))
-    lab = spec("lab")
+    lab = tiny_lab()
     empty = lab.models[0].model_copy(update={"source": lab.models[0].source.model_copy(update={"path": str(model)})})
     with pytest.raises(PreflightError, match=r"safetensors.*fix:"):
         check_stack_fit(lab.model_copy(update={"models": [empty]}), offline=True, log=lambda _: None)

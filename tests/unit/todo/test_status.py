@@ -104,13 +104,13 @@ def test_probe_script_runs_and_parses_locally(tmp_path):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     (bin_dir / "curl").write_text('#!/bin/sh\ncase "$*" in *"%{http_code}"*) printf 200 ;; '
-                                  '*) printf \'{"data":[{"id":"tiny-llama"}]}\' ;; esac\n')
+                                  '*) printf \'{"data":[{"id":"tiny-llama"},{"id":"tiny-llama-gguf"}]}\' ;; esac\n')
     (bin_dir / "curl").chmod(0o755)
     script = probe_script(spec, "lab-1")
     done = subprocess.run(["bash", "-c", script], capture_output=True, text=True, timeout=30,
                           env={"PATH": f"{bin_dir}:/usr/bin:/bin"})
     st = parse(done.stdout)
-    assert st.health == {"tiny": ("200", True)}
+    assert st.health == {"tiny": ("200", True), "tiny-gguf": ("200", True)}   # lab-1's two engines
     assert st.mem_kb is not None and st.mem_kb[1] > 0
 
 

@@ -3,7 +3,7 @@
 # and one with a wrong key refused with 401 (what OpenAI clients take for a wrong key), then a real
 # request through the gateway for each model (a chat completion, or an embedding), with the
 # gateway's key. Bounded by gateway.health.timeout_s.
-# Gateway checked: a97a6f1c2f74 (new routes or a new unit mean a new check).
+# Gateway checked: 3d91120abd60 (new routes or a new unit mean a new check).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'health gateway' "$*" >&2; bws_said+=("$*"); }
@@ -97,6 +97,7 @@ listed() {
   curl -fsS --max-time 10 -H @"$headers" "$base/v1/models" > "$work/models" 2>/dev/null || return 1
   grep -q '"tiny-llama"' "$work/models" || return 1
   grep -q '"tiny-llama-b"' "$work/models" || return 1
+  grep -q '"tiny-llama-gguf"' "$work/models" || return 1
 }
 until listed; do
   if [ "$(date +%s)" -ge "$deadline" ]; then
@@ -111,7 +112,7 @@ until listed; do
   fi
   sleep 3
 done
-log "every model listed (2)"
+log "every model listed (3)"
 # A wrong key: random, so never the gateway's; it is no secret and may be in argv.
 wrong="Authorization: Bearer bws-wrong-$(od -An -N12 -tx1 /dev/urandom | tr -d ' \n')"
 for probe in "without the key" "with a wrong key"; do
@@ -154,3 +155,17 @@ if ! printf '%s' "$reply" | grep -q '"choices"'; then
 fi
 log "model" tiny-llama-b "answered through the gateway in $(( ($(date +%s%N) - start) / 1000000 )) ms"
 printf 'answered=%s\n' tiny-llama-b
+cat > "$work/body" <<'BWS_BODY_EOF'
+{"model": "tiny-llama-gguf", "max_tokens": 8, "temperature": 0, "messages": [{"role": "user", "content": "Say hello."}]}
+BWS_BODY_EOF
+start=$(date +%s%N)
+if ! reply=$(curl -sS --max-time 300 -H @"$headers" --data-binary @"$work/body" "$base"/v1/chat/completions); then
+  log "model" tiny-llama-gguf "did not answer through the gateway"
+  exit 1
+fi
+if ! printf '%s' "$reply" | grep -q '"choices"'; then
+  log "model" tiny-llama-gguf "failed through the gateway: $(printf '%s' "$reply" | head -c 400)"
+  exit 1
+fi
+log "model" tiny-llama-gguf "answered through the gateway in $(( ($(date +%s%N) - start) / 1000000 )) ms"
+printf 'answered=%s\n' tiny-llama-gguf

@@ -113,6 +113,16 @@ model_list:
       stream_timeout: 600
     model_info:
       mode: "chat"
+  # deployment tiny-gguf
+  - model_name: "tiny-llama-gguf"
+    litellm_params:
+      model: "openai/tiny-llama-gguf"
+      api_base: "http://127.0.0.1:8003/v1"
+      api_key: "os.environ/BWS_DEPLOYMENT_KEY_TINY_GGUF"
+      timeout: 600
+      stream_timeout: 600
+    model_info:
+      mode: "chat"
 litellm_settings:
   telemetry: false
   request_timeout: 600
@@ -214,7 +224,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-gateway" \
   "--mount" \
   "type=bind,source=/etc/blackwell-serving/gateway.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "--label" \
-  "org.blackwell-serving.gateway-config=8f1c7bed4369" \
+  "org.blackwell-serving.gateway-config=960e8a5f5b93" \
   "-e" \
   "LITELLM_LOCAL_MODEL_COST_MAP" \
   "-e" \

@@ -91,11 +91,11 @@ unit_running() {
 proc=/proc
 cgroot=/sys/fs/cgroup
 node=lab-1
-need=13300000000
+need=26100000000
 fail() { log "node $node: $*; nothing was stopped"; exit 1; }
 gb() { awk -v b="$1" 'BEGIN { printf "%.1f GB", b / 1e9 }'; }
 # What the deployments claim here, one line each: BYTES WHAT
-claims=$(printf '%s\n' '12800000000 tiny: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[0].memory_fraction)' '500000000 tiny-b: Ray object store 0.5 GB (ray.object_store_gb)')
+claims=$(printf '%s\n' '12800000000 tiny: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[0].memory_fraction)' '500000000 tiny-b: Ray object store 0.5 GB (ray.object_store_gb)' '12800000000 tiny-gguf: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[2].memory_fraction)')
 claimed=$(while read -r b what; do printf '%s %s, ' "$what" "$(gb "$b")"; done <<< "$claims")
 claimed=${claimed%, }
 

@@ -1,0 +1,122 @@
+"""llama.cpp: its C++ `llama-server` serving one GGUF file on one node (what DGX Spark owners run
+for GGUF models; ggml-org's image ghcr.io/ggml-org/llama.cpp:server-cuda carries it).
+
+Single node only: llama-server has no multi-node launch of its own here (its RPC backend is not a
+launch this project drives), so the schema refuses `topology: ray` and `native` for it, and a
+split over several GPUs (tensor_parallel, pipeline_parallel) too.
+
+The model's file: a GGUF repository holds one file per quantization, so the deployment names the
+one to serve with llama-server's own flag, `extra_args: [--model, FILE.gguf]`, a bare file name
+that argv() resolves in the model's cache directory (the schema checks its form; the probe, that
+the file is there and its header reads). quantization: does not apply (the file is quantized).
+
+What it needs from its runtime: `llama-server` on the image's PATH; python3 (standard library
+only) in the image for the probe, which reads the GGUF header and checks the flags against
+`llama-server --help`; its API key in LLAMA_API_KEY (llama-server reads --api-key from it).
+/health answers without the key; /metrics exists only with --metrics, which argv() adds."""
+
+from __future__ import annotations
+
+import importlib.util
+from functools import cache
+from pathlib import Path
+
+from components.engines.base import Engine, ModelFileError
+
+MODEL_FLAGS = ("--model", "-m")
+# The probe's own module (its GGUF header reader serves the fit check here too: one reader), in
+# templates/ beside the package (a checkout) or in the copy an installed package carries as
+# components/templates. engines/ is the bottom floor: it cannot import steps/render.py's TEMPLATES.
+_COMPONENTS = Path(__file__).resolve().parents[1]
+PROBE_MODULE = next((d for d in (_COMPONENTS.parent / "templates", _COMPONENTS / "templates") if d.is_dir()),
+                    _COMPONENTS.parent / "templates") / "scripts" / "engine_llamacpp.py"
+
+
+@cache
+def gguf_reader():
+    """templates/scripts/engine_llamacpp.py, loaded as a module."""
+    spec = importlib.util.spec_from_file_location("engine_llamacpp", PROBE_MODULE)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def model_file(d) -> str | None:
+    """The GGUF file named by extra_args' --model, or None."""
+    args = list(d.extra_args)
+    for i, arg in enumerate(args[:-1]):
+        if arg in MODEL_FLAGS:
+            return args[i + 1]
+    return None
+
+
+def without_model(args: list[str]) -> list[str]:
+    out, skip = [], False
+    for arg in args:
+        if skip:
+            skip = False
+        elif arg in MODEL_FLAGS:
+            skip = True
+        else:
+            out.append(arg)
+    return out
+
+
+class LlamaCpp(Engine):
+    name = "llamacpp"
+    launches = frozenset({"single"})
+    api_key_var = "LLAMA_API_KEY"
+    probe_module = "engine_llamacpp"
+
+    def argv(self, d, model_path, rank=0, head_address=None):
+        argv = ["llama-server",
+                "--model", f"{model_path}/{model_file(d)}",
+                "--alias", d.served_name,
+                "--host", str(d.bind), "--port", str(d.port),
+                "--ctx-size", str(d.max_model_len)]
+        if d.max_num_seqs:
+            argv += ["--parallel", str(d.max_num_seqs)]
+        if d.kv_cache_dtype != "auto":
+            argv += ["--cache-type-k", d.kv_cache_dtype, "--cache-type-v", d.kv_cache_dtype]
+        if "--metrics" not in d.extra_args:
+            argv += ["--metrics"]   # Prometheus /metrics, as vLLM serves it unasked (the scrape config)
+        return argv + without_model(list(d.extra_args))
+
+    def layout_problem(self, d):
+        problem = super().layout_problem(d)
+        if problem:
+            return f"{problem} (llama-server serves on one node)"
+        if d.tensor_parallel > 1 or d.pipeline_parallel > 1:
+            return ("tensor_parallel/pipeline_parallel: llamacpp serves on one GPU here; fix: set both to 1 "
+                    "(or use vllm or sglang)")
+        if d.quantization:
+            return "quantization: a GGUF file is quantized already; fix: remove it and name the file in extra_args"
+        name = model_file(d)
+        if sum(a in MODEL_FLAGS for a in d.extra_args) != 1 or not name:
+            return ("extra_args: llamacpp serves one GGUF file of the model; fix: name it once, "
+                    "extra_args: [--model, FILE.gguf]")
+        if "/" in name or not name.endswith(".gguf") or name.startswith("."):
+            return (f"extra_args: --model {name!r} must be a file name ending .gguf in the model's directory "
+                    f"(no path); fix: extra_args: [--model, FILE.gguf]")
+        return None
+
+    def fit_inputs(self, d, model):
+        """The fit check's facts from the GGUF header of the named file (local models; a hub GGUF
+        repository has no config.json to read, so its fit goes unchecked unless the catalog knows
+        it): the file's size is the weights, the layers and heads size the KV cache (f16,
+        llama.cpp's default)."""
+        if model.source.kind != "local":
+            return None
+        reader = gguf_reader()
+        path = Path(model.source.path).expanduser() / model_file(d)
+        try:
+            facts = reader.gguf_facts(str(path))
+        except (OSError, reader.GGUFError) as exc:
+            raise ModelFileError(f"{path}: {exc}; fix: models.{model.name}.source.path holds the GGUF file the "
+                                   f"deployment names (extra_args: [--model, FILE.gguf])") from None
+        config = {"architectures": [facts["architecture"]], "model_type": facts["architecture"],
+                  "num_hidden_layers": facts["block_count"], "num_attention_heads": facts["head_count"],
+                  "num_key_value_heads": facts["head_count_kv"], "hidden_size": facts["embedding_length"],
+                  "head_dim": facts["key_length"], "max_position_embeddings": facts["context_length"],
+                  "torch_dtype": "float16"}
+        return (config, facts["size_bytes"]), f"{path} (GGUF)"

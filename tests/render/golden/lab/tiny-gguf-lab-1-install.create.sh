@@ -1,0 +1,222 @@
+#!/usr/bin/env bash
+# Install (or update) a systemd unit we own, then (re)start it — only when something it runs
+# changed: its text (compared with the file on the node before moving into place), the inputs
+# it started with (the step's triggers, BWS_INPUTS: the image ID, its secret environment's
+# generation), or it is not running. A re-run for any other reason (a new version of this script)
+# restarts nothing. Its secrets are another step's (install-env.sh.j2), never on this one's stdin.
+set -euo pipefail
+bws_said=()
+log() { printf '[blackwell %s] %s\n' 'unit bws-tiny-gguf.service' "$*" >&2; bws_said+=("$*"); }
+bws_cleanup=""
+trap() {
+  if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
+    bws_cleanup=$1
+    builtin trap bws_exit EXIT
+  else
+    # shellcheck disable=SC2064 # the caller's words, as the caller quoted them
+    builtin trap "$@"
+  fi
+}
+bws_failed_command=""
+set -o errtrace
+trap 'bws_failed_command=$BASH_COMMAND' ERR
+# In a step, its timeout's TERM ends the script through the block (outside one, as before).
+[ -z "${BWS_DOING:-}" ] || trap 'exit 143' TERM
+trap : EXIT
+# The log file is appended to by every run: this run's lines are those after its present size.
+bws_log_from=1
+if [ -n "${progress_log:-}" ] && [ -f "$progress_log" ]; then
+  bws_log_from=$(($(stat -c %s "$progress_log") + 1))
+fi
+bws_log_tail() {
+  [ -z "${progress_log:-}" ] || tail -c "+$bws_log_from" "$progress_log" 2>/dev/null | tail -c 8000 | tr '\r' '\n' |
+    grep -v '^[[:space:]]*$' || true
+}
+bws_missing() {
+  # The command a status 127 did not find: named by bash in the log, or the failed command's first word.
+  local c
+  for c in $(bws_log_tail | sed -n 's/^.*: \([^ :]*\): command not found$/\1/p' | tail -n 3
+             printf '%s\n' "${bws_failed_command%% *}"); do
+    command -v "$c" >/dev/null 2>&1 || { printf '%s\n' "$c"; return 0; }
+  done
+}
+bws_exit() {
+  local rc=$? missing="" package="" meaning=""
+  set +e +o errtrace
+  builtin trap - ERR
+  eval "$bws_cleanup"
+  # Once per step: not for a subshell's own exit, nor outside a step.
+  [ "$rc" -ne 0 ] && [ -n "${BWS_DOING:-}" ] && [ "$BASHPID" = "$$" ] || return 0
+  case $rc in
+    127) missing=$(bws_missing); meaning="a command was not found${missing:+: $missing}" ;;
+    126) meaning="a command could not be run (not executable)" ;;
+    143) meaning="ended by SIGTERM: the step's timeout, or the run was stopped" ;;
+    *) meaning="${bws_failed_command:+the command that failed: ${bws_failed_command:0:160}}" ;;
+  esac
+  # The Debian package of each command this script names (templates/node-packages.txt; render.py).
+  case $missing in
+    docker) package=docker.io ;;
+    systemctl|journalctl) package=systemd ;;
+    *) ;;
+  esac
+  printf '\n%s\n' "FAILED: $BWS_DOING"
+  printf '  node:   %s\n' "${BWS_NODE:-?}"
+  printf '  status: exit %s%s\n' "$rc" "${meaning:+ ($meaning)}"
+  # Its last words: the script's own reason, often with its fix (not where the log file is).
+  local last=() line n=0
+  for line in "${bws_said[@]}"; do
+    case $line in "full output in "*) ;; *) last[n++]=$line ;; esac
+  done
+  for line in "${last[@]:$((n > 2 ? n - 2 : 0))}"; do
+    printf '  said:   %s\n' "${line:0:400}"
+  done
+  local tail_lines
+  tail_lines=$(bws_log_tail | tail -n 12 | cut -c1-300)
+  if [ -n "$tail_lines" ]; then
+    printf '  log:    last lines of %s\n' "$progress_log"
+    printf '%s\n' "$tail_lines" | sed 's/^/    | /'
+  fi
+  if [ -n "$package" ]; then
+    printf '  fix:    install the Debian package %s on %s (apt-get install %s); then run pulumi up again\n' "$package" "${BWS_NODE:-the node}" "$package"
+  elif [ -n "$missing" ]; then
+    printf '  fix:    install %s on %s (it is not on PATH there); then run pulumi up again\n' "$missing" \
+      "${BWS_NODE:-the node}"
+  fi
+}
+unit_path=/etc/systemd/system/bws-tiny-gguf.service
+# The triggers the running unit was started with (written at each restart done here).
+record_dir=/var/lib/blackwell-serving/units
+record="$record_dir"/bws-tiny-gguf.service.inputs
+inputs="${BWS_INPUTS-}"
+install -d -m 0755 "$record_dir"
+cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
+# Managed by blackwell-serving (Deployment tiny-gguf); edits are drift and are reverted by `pulumi up`.
+[Unit]
+Description=blackwell-serving llamacpp tiny-gguf
+After=docker.service network-online.target
+Wants=network-online.target
+# Never give up restarting (the RestartSec below spaces the tries; systemd 254+ could grow it,
+# Debian 12's 252 cannot): the watchdog and the preview report an engine that keeps failing.
+StartLimitIntervalSec=0
+Requires=docker.service
+
+[Service]
+Type=simple
+Environment="NCCL_SOCKET_IFNAME=eth1"
+Environment="GLOO_SOCKET_IFNAME=eth1"
+Environment="TP_SOCKET_IFNAME=eth1"
+Environment="UCX_NET_DEVICES=eth1"
+Environment="NCCL_IB_GID_INDEX=3"
+Environment="NCCL_IB_DISABLE=1"
+Environment="VLLM_HOST_IP=198.19.0.11"
+Environment="SGLANG_HOST_IP=198.19.0.11"
+Environment="RAY_NODE_IP_ADDRESS=198.19.0.11"
+Environment="HF_HUB_OFFLINE=1"
+ExecStartPre=-/usr/bin/docker rm -f "bws-tiny-gguf"
+ExecStart=/usr/bin/docker run --rm --name "bws-tiny-gguf" \
+  "--network" \
+  "host" \
+  "--init" \
+  "--shm-size" \
+  "64m" \
+  "-v" \
+  "/var/lib/blackwell-serving/models:/var/lib/blackwell-serving/models:ro" \
+  "--mount" \
+  "type=bind,source=/etc/blackwell-serving/tiny-gguf.env,target=/run/secrets/blackwell-serving.env,readonly" \
+  "-e" \
+  "NCCL_SOCKET_IFNAME" \
+  "-e" \
+  "GLOO_SOCKET_IFNAME" \
+  "-e" \
+  "TP_SOCKET_IFNAME" \
+  "-e" \
+  "UCX_NET_DEVICES" \
+  "-e" \
+  "NCCL_IB_GID_INDEX" \
+  "-e" \
+  "NCCL_IB_DISABLE" \
+  "-e" \
+  "VLLM_HOST_IP" \
+  "-e" \
+  "SGLANG_HOST_IP" \
+  "-e" \
+  "RAY_NODE_IP_ADDRESS" \
+  "-e" \
+  "HF_HUB_OFFLINE" \
+  "198.18.0.1:5000/lab/llama-cpp:0c1e570" \
+  "/bin/sh" \
+  "-c" \
+  "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \
+  "engine" \
+  "llama-server" \
+  "--model" \
+  "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama-gguf--lab-v1/tiny-llama-f32.gguf" \
+  "--alias" \
+  "tiny-llama-gguf" \
+  "--host" \
+  "0.0.0.0" \
+  "--port" \
+  "8003" \
+  "--ctx-size" \
+  "256" \
+  "--metrics" \
+  "--threads" \
+  "1"
+ExecStop=/usr/bin/docker stop -t 30 "bws-tiny-gguf"
+Restart=on-failure
+RestartSec=10
+TimeoutStartSec=infinity
+TimeoutStopSec=60
+
+[Install]
+WantedBy=multi-user.target
+BWS_UNIT_EOF
+why=""
+if cmp -s "$unit_path.tmp" "$unit_path"; then
+  rm -f "$unit_path.tmp"
+else
+  mv -f "$unit_path.tmp" "$unit_path"
+  why="its text changed"
+fi
+if [ -n "$why" ] || [ "$(systemctl show -p NeedDaemonReload --value bws-tiny-gguf.service)" = yes ]; then
+  systemctl daemon-reload
+fi
+systemctl enable bws-tiny-gguf.service >/dev/null 2>&1
+if [ -z "$why" ] && ! systemctl is-active --quiet bws-tiny-gguf.service; then
+  why="it is not running"
+elif [ -z "$why" ] && [ -f "$record" ]; then
+  if [ "$(cat "$record")" != "$inputs" ]; then why="its inputs changed (image or environment)"; fi
+elif [ -z "$why" ]; then
+  # Installed by an earlier version, which restarted it at each run: it runs what that run
+  # wrote, unless its environment file was rewritten after it started,
+  # or its container runs an image other than the one its inputs name.
+  env_path=/etc/blackwell-serving/tiny-gguf.env
+  since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value bws-tiny-gguf.service)" +%s 2>/dev/null || echo 0)
+  if [ ! -f "$env_path" ] || [ "$(stat -c %Y "$env_path")" -gt "$since" ]; then
+    why="its environment changed"
+  fi
+  running=$(docker inspect --format '{{.Image}}' bws-tiny-gguf 2>/dev/null || true)
+  case " $inputs " in
+    *" ${running:-none} "*) ;;
+    *) why="its container runs another image" ;;
+  esac
+  if [ -z "$why" ]; then printf '%s\n' "$inputs" > "$record"; fi
+fi
+if [ -z "$why" ]; then
+  log "unchanged and running: not restarted"
+else
+  log "restarting: $why"
+  systemctl restart bws-tiny-gguf.service
+  printf '%s\n' "$inputs" > "$record.tmp"
+  mv -f "$record.tmp" "$record"
+  sleep 2
+  if ! systemctl is-active --quiet bws-tiny-gguf.service; then
+    log "did not stay up; last lines of its journal:"
+    journalctl -u bws-tiny-gguf.service -n 30 --no-pager >&2 || true
+    exit 1
+  fi
+  log "active"
+fi
+# This start's identity: the gates that check what the unit serves run again after every restart
+# done here (components/unit.py: SystemdUnit.started); unchanged when nothing was restarted.
+echo "started=$(systemctl show -p InvocationID --value bws-tiny-gguf.service)"
