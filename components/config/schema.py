@@ -233,12 +233,18 @@ class ModelSource(Strict):
     endpoint: Annotated[str, Field(pattern=r"^https?://[A-Za-z0-9.-]{1,253}(:[0-9]{1,5})?(/[A-Za-z0-9._~/-]{0,512})?$")] | None = Field(
         None, description="hub: the Hub's address when it is not https://huggingface.co (a mirror or an in-house "
                           "proxy), given to the downloader as HF_ENDPOINT")
+    downloader_image: ImageRef | None = Field(
+        None, description="hub: an image with python3 and huggingface_hub that runs the download (pulled on "
+                          "fetch_node); absent: the image of the first deployment that serves the model, or its "
+                          "venv's python (an engine image without them, e.g. llama.cpp's, is refused before the "
+                          "download starts)")
 
     @model_validator(mode="after")
     def _endpoint_for_hub(self):
-        if self.endpoint and self.kind != "hub":
-            raise ValueError(f"endpoint: only a hub source has an endpoint (this one is '{self.kind}'); "
-                             "fix: remove source.endpoint")
+        for key in ("endpoint", "downloader_image"):
+            if getattr(self, key) and self.kind != "hub":
+                raise ValueError(f"{key}: only a hub source takes source.{key} (this one is '{self.kind}'); "
+                                 f"fix: remove source.{key}")
         return self
 
 

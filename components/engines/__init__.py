@@ -12,7 +12,7 @@ from components.engines.sglang import SGLang
 from components.engines.vllm import VLLM
 
 if TYPE_CHECKING:
-    from components.config.schema import DeploymentSpec
+    from components.config.schema import DeploymentSpec, StackSpec
 
 ENGINES: dict[str, Engine] = {e.name: e for e in (VLLM(), SGLang(), LlamaCpp())}
 
@@ -21,4 +21,18 @@ def engine_of(d: DeploymentSpec) -> Engine:
     return ENGINES[d.engine]
 
 
-__all__ = ["ENGINES", "Engine", "Launch", "ModelFileError", "engine_of"]
+def model_files(spec: StackSpec, model: str) -> list[str] | None:
+    """What the deployments serving `model` need of its repository (Engine.model_files): the union
+    of their allow patterns; None, the whole snapshot, when one of them needs it whole or none
+    serves it."""
+    serving = [d for d in spec.deployments if d.model == model]
+    wanted: set[str] = set()
+    for d in serving:
+        files = engine_of(d).model_files(d)
+        if files is None:
+            return None
+        wanted.update(files)
+    return sorted(wanted) if serving else None
+
+
+__all__ = ["ENGINES", "Engine", "Launch", "ModelFileError", "engine_of", "model_files"]

@@ -39,6 +39,9 @@ class Engine(ABC):
     probe_module: ClassVar[str]           # templates/scripts/<it>.py: its registry and parser, in the image
     options: ClassVar[frozenset[str]] = frozenset()  # deployment keys only this engine takes
     dist_port_what: ClassVar[str] = "rendezvous port"  # the native launch's port on the head, in messages
+    # Whether its images carry python3 with huggingface_hub, so that a hub model's download can run
+    # in one (components/runtimes/docker.py); when not, the fetch checks the image before it starts.
+    images_download: ClassVar[bool] = True
 
     @abstractmethod
     def argv(self, d: DeploymentSpec, model_path: str, rank: int = 0, head_address: str | None = None) -> list[str]:
@@ -75,6 +78,11 @@ class Engine(ABC):
         engine's models are files of their own: ((a config in config.json's terms, the weights'
         bytes), where they came from); ModelFileError when they cannot be read. None: the fit reads
         the model's Hugging Face config.json (every engine of safetensors checkpoints)."""
+        return None
+
+    def model_files(self, d: DeploymentSpec) -> list[str] | None:
+        """The files of the model repository the deployment serves from, as huggingface_hub's
+        allow_patterns (fnmatch); None: the whole snapshot (a checkpoint directory)."""
         return None
 
     def rank_argvs(self, d: DeploymentSpec, model_path: str, head_address: str | None) -> list[list[str]]:

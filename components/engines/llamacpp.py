@@ -13,17 +13,27 @@ the file is there and its header reads). quantization: does not apply (the file 
 What it needs from its runtime: `llama-server` on the image's PATH; python3 (standard library
 only) in the image for the probe, which reads the GGUF header and checks the flags against
 `llama-server --help`; its API key in LLAMA_API_KEY (llama-server reads --api-key from it).
-/health answers without the key; /metrics exists only with --metrics, which argv() adds."""
+/health answers without the key; /metrics exists only with --metrics, which argv() adds.
+
+What it reads of the model repository: the named file alone (the tokenizer and chat template are
+in the GGUF header; a config.json or a tokenizer beside it is not read), or, for a file split by
+llama.cpp's gguf-split (PREFIX-00001-of-0000N.gguf, the part --model names), every part of it: a
+hub download fetches that and nothing else (model_files)."""
 
 from __future__ import annotations
 
+import glob
 import importlib.util
+import re
 from functools import cache
 from pathlib import Path
 
 from components.engines.base import Engine, ModelFileError
 
 MODEL_FLAGS = ("--model", "-m")
+# llama.cpp's name of one part of a split GGUF file (llama_split_path: "%s-%05d-of-%05d.gguf");
+# llama-server is given the first and opens the others beside it.
+SPLIT_PART = re.compile(r"(?P<prefix>.+)-(?P<part>[0-9]{5})-of-(?P<count>[0-9]{5})\.gguf")
 # The probe's own module (its GGUF header reader serves the fit check here too: one reader), in
 # templates/ beside the package (a checkout) or in the copy an installed package carries as
 # components/templates. engines/ is the bottom floor: it cannot import steps/render.py's TEMPLATES.
@@ -50,6 +60,14 @@ def model_file(d) -> str | None:
     return None
 
 
+def model_file_patterns(name: str) -> list[str]:
+    """The fnmatch patterns of the file `name` and, when it is a split part, of all its parts."""
+    split = SPLIT_PART.fullmatch(name)
+    if split is None:
+        return [glob.escape(name)]
+    return [f"{glob.escape(split['prefix'])}-?????-of-{split['count']}.gguf"]
+
+
 def without_model(args: list[str]) -> list[str]:
     out, skip = [], False
     for arg in args:
@@ -67,6 +85,7 @@ class LlamaCpp(Engine):
     launches = frozenset({"single"})
     api_key_var = "LLAMA_API_KEY"
     probe_module = "engine_llamacpp"
+    images_download = False   # ggml-org's server images carry llama-server, no python3 nor huggingface_hub
 
     def argv(self, d, model_path, rank=0, head_address=None):
         argv = ["llama-server",
@@ -81,6 +100,9 @@ class LlamaCpp(Engine):
         if "--metrics" not in d.extra_args:
             argv += ["--metrics"]   # Prometheus /metrics, as vLLM serves it unasked (the scrape config)
         return argv + without_model(list(d.extra_args))
+
+    def model_files(self, d):
+        return model_file_patterns(model_file(d))
 
     def layout_problem(self, d):
         problem = super().layout_problem(d)
@@ -98,12 +120,16 @@ class LlamaCpp(Engine):
         if "/" in name or not name.endswith(".gguf") or name.startswith("."):
             return (f"extra_args: --model {name!r} must be a file name ending .gguf in the model's directory "
                     f"(no path); fix: extra_args: [--model, FILE.gguf]")
+        split = SPLIT_PART.fullmatch(name)
+        if split and split["part"] != "00001":
+            return (f"extra_args: --model {name!r} is part {int(split['part'])} of a split GGUF file; llama-server "
+                    f"opens the first; fix: --model {split['prefix']}-00001-of-{split['count']}.gguf")
         return None
 
     def fit_inputs(self, d, model):
         """The fit check's facts from the GGUF header of the named file (local models; a hub GGUF
         repository has no config.json to read, so its fit goes unchecked unless the catalog knows
-        it): the file's size is the weights, the layers and heads size the KV cache (f16,
+        it): the file's size is the weights (all its parts' when split), the layers and heads size the KV cache (f16,
         llama.cpp's default)."""
         if model.source.kind != "local":
             return None
@@ -114,9 +140,11 @@ class LlamaCpp(Engine):
         except (OSError, reader.GGUFError) as exc:
             raise ModelFileError(f"{path}: {exc}; fix: models.{model.name}.source.path holds the GGUF file the "
                                    f"deployment names (extra_args: [--model, FILE.gguf])") from None
+        # The weights of a split file are all its parts (the header is in the first).
+        weights = sum(f.stat().st_size for pattern in self.model_files(d) for f in path.parent.glob(pattern))
         config = {"architectures": [facts["architecture"]], "model_type": facts["architecture"],
                   "num_hidden_layers": facts["block_count"], "num_attention_heads": facts["head_count"],
                   "num_key_value_heads": facts["head_count_kv"], "hidden_size": facts["embedding_length"],
                   "head_dim": facts["key_length"], "max_position_embeddings": facts["context_length"],
                   "torch_dtype": "float16"}
-        return (config, facts["size_bytes"]), f"{path} (GGUF)"
+        return (config, weights), f"{path} (GGUF)"

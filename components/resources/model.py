@@ -33,13 +33,17 @@ def cache_paths(spec: ModelSpec) -> tuple[str, str]:
 @dataclass(frozen=True)
 class ModelCacheArgs:
     """downloader_image / downloader_python: how a hub download runs (components/runtimes
-    downloader): in a container of that image, or with the node's python."""
+    downloader): in a container of that image, or with the node's python; check_downloader: the
+    image is checked for python3 with huggingface_hub before the download starts. allow_patterns:
+    the files of the repository the deployments need (components/engines model_files); None: all."""
     spec: ModelSpec
     fetch_node: Node
     peers: Sequence[Node]
     fabric: FabricSpec | None
     downloader_image: str | None
     downloader_python: str | None = None
+    check_downloader: bool = False
+    allow_patterns: Sequence[str] | None = None
     hf_token: pulumi.Output[str] | None = None
     depends_on: Sequence[pulumi.Resource] = ()
 
@@ -73,6 +77,8 @@ class ModelCache(Component):
             step=StepInfo(node, "model", do=_fetch_sentence(spec, node), undo=f"Remove model {spec.name} from {node}"),
             create=render("scripts/fetch-model.sh.j2", kind=spec.source.kind, repo=spec.repo,
                           revision=spec.revision, image=args.downloader_image, python=args.downloader_python,
+                          check_downloader=args.check_downloader,
+                          allow_patterns=args.allow_patterns if spec.source.kind == "hub" else None,
                           with_token=with_token, endpoint=spec.source.endpoint,
                           source_path=spec.source.path or "", **common),
             delete=render("scripts/remove-model.sh.j2", **common),

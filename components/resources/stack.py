@@ -11,7 +11,7 @@ import pulumi
 from components import names
 from components.config import ConfigError
 from components.config.schema import StackSpec
-from components.engines import engine_of
+from components.engines import engine_of, model_files
 from components.facts.observer import Observer, Prober
 from components.preflight.bandwidth import FabricBandwidth, FabricBandwidthArgs
 from components.preflight.probes import EngineProbe, EngineProbeArgs, FabricCheck, FabricCheckArgs
@@ -84,7 +84,7 @@ class ServingStack(Component):
             token = resolve(m.hf_token, f"models[{i}].hf_token") if m.hf_token else None
             self.models[m.name] = ModelCache(m.name, ModelCacheArgs(
                 m, self.nodes[m.fetch_node], [self.nodes[n] for n in m.nodes if n != m.fetch_node], spec.fabric,
-                **downloader(spec, m.name), hf_token=token), child)
+                **downloader(spec, m.name), allow_patterns=model_files(spec, m.name), hf_token=token), child)
 
         # Deployment → its measured fabric bus bandwidth (Gbit/s), when fabric.bandwidth_check is set.
         self.bus_gbps: dict[str, pulumi.Output[str]] = {}

@@ -484,10 +484,12 @@ def test_a_hub_endpoint_is_a_plain_http_url(tmp_path, endpoint, ok):
         expect_error(tmp_path, values, "models[0].source.endpoint", "fix:")
 
 
-def test_only_a_hub_source_has_an_endpoint(tmp_path):
+@pytest.mark.parametrize("key, value", [("endpoint", "https://m.example"), ("downloader_image", "python:3.12")])
+def test_only_a_hub_source_has_an_endpoint_or_a_downloader_image(tmp_path, key, value):
     values = duo()
-    values["models"][0]["source"] = {"kind": "node", "path": "/srv/models/x", "endpoint": "https://m.example"}
-    expect_error(tmp_path, values, "models[0].source.endpoint", "only a hub source has an endpoint", "remove source.endpoint")
+    values["models"][0]["source"] = {"kind": "node", "path": "/srv/models/x", key: value}
+    expect_error(tmp_path, values, f"models[0].source.{key}", f"only a hub source takes source.{key}",
+                 f"remove source.{key}")
 
 
 @pytest.mark.parametrize("python", [None, "/opt/venv/bin/python"])
