@@ -3,9 +3,7 @@
 # a directory already on the node, or finished after an upload to the staging directory.
 # Work happens in a staging directory, is hashed into a manifest, then renamed into place. An
 # upload (the step before this one sent the operator's directory to the staging directory) is
-# installed even over a cached copy: its content changed, or the cache drifted. A hub download
-# takes only the files the deployments serve when their engines name them (allow_patterns, e.g.
-# llama.cpp's one GGUF file), from an image checked first when it may lack the downloader.
+# installed even over a cached copy: its content changed, or the cache drifted.
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'model qwen35-122b' "$*" >&2; bws_said+=("$*"); }
