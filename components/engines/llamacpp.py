@@ -129,8 +129,8 @@ class LlamaCpp(Engine):
     def fit_inputs(self, d, model):
         """The fit check's facts from the GGUF header of the named file (local models; a hub GGUF
         repository has no config.json to read, so its fit goes unchecked unless the catalog knows
-        it): the file's size is the weights (all its parts' when split), the layers and heads size the KV cache (f16,
-        llama.cpp's default)."""
+        it): the file's size is the weights (all its parts' when split), the layers and heads size
+        the KV cache (f16, llama.cpp's default)."""
         if model.source.kind != "local":
             return None
         reader = gguf_reader()

@@ -44,9 +44,12 @@ def gguf_from_the_hub(endpoint: str, downloader_image: str | None):
     def change(c: dict) -> None:
         lab_stack = yaml.safe_load(LAB_CONFIG.read_text())["config"]
         served = next(d for d in lab_stack["blackwell-serving:deployments"] if d["engine"] == "llamacpp")
-        source = {"kind": "hub", "endpoint": endpoint, **({"downloader_image": downloader_image} if downloader_image else {})}
+        source = {"kind": "hub", "endpoint": endpoint}
+        if downloader_image:
+            source["downloader_image"] = downloader_image
         c["blackwell-serving:nodes"] = c["blackwell-serving:nodes"][:1]
-        c["blackwell-serving:images"] = [i for i in lab_stack["blackwell-serving:images"] if i["name"] == served["image"]]
+        c["blackwell-serving:images"] = [i for i in lab_stack["blackwell-serving:images"]
+                                         if i["name"] == served["image"]]
         c["blackwell-serving:models"] = [{"name": "tiny-gguf", "repo": REPO_ID, "revision": COMMIT, "source": source,
                                           "fetch_node": "lab-1", "nodes": ["lab-1"]}]
         c["blackwell-serving:deployments"] = [{**served, "name": "tiny-gguf-hub", "port": 8005}]
