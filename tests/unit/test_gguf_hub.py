@@ -139,3 +139,17 @@ def test_an_image_without_the_downloader_stops_the_fetch_before_any_download(tmp
     assert len(runs) == 1 and "import huggingface_hub" in runs[0] and "snapshot_download" not in runs[0]
     assert "downloading" not in done.stderr
     assert not os.path.exists(tmp_path / "models" / f"blackwell-lab--tiny-llama-gguf--{COMMIT}")
+
+
+def test_the_fit_of_a_local_split_file_weighs_all_its_parts(tmp_path):
+    from components.config.schema import ModelSpec
+    from tests.unit.test_llamacpp import write_gguf
+
+    first = write_gguf(tmp_path / "big-00001-of-00002.gguf")
+    (tmp_path / "big-00002-of-00002.gguf").write_bytes(b"\0" * 10_000)
+    (tmp_path / "other-Q4.gguf").write_bytes(b"\0" * 50_000)      # another file: not counted
+    model = ModelSpec.model_validate({"name": "m", "repo": "o/m", "revision": "v1", "fetch_node": "a", "nodes": ["a"],
+                                      "source": {"kind": "local", "path": str(tmp_path)}})
+    (config, weights), where = LLAMA.fit_inputs(gguf("big-00001-of-00002.gguf"), model)
+    assert weights == first.stat().st_size + 10_000 and config["num_hidden_layers"] == 2
+    assert where == f"{first} (GGUF)"
