@@ -6,7 +6,7 @@ this host) must set everything up with our own scripts and run a preview and an 
 local model with rsync among them. A command our scripts use that they do not install fails it.
 
 What the container gets from this machine, and why it is no installed package: a copy of the
-project's tracked files (no .engine, .venv or .state) with the lab's keys and tiny model (the
+project's tracked files (no .engine, .venv or .state) with the lab's keys and local models (the
 lab's, as an operator would hold them); Go (the README asks the machine for it) read-only; the
 source trees of the two Pulumi pieces (as on any machine, BLACKWELL_VENDOR_DIR); this machine's
 CA bundle (its TLS proxy); and, to keep it fast, this machine's Go module cache read-only as a
@@ -22,13 +22,24 @@ import subprocess
 from pathlib import Path
 
 import pytest
+import yaml
 
 from tests.lab import topology as lab
 from tests.lab.helpers import REPO, completion, require_lab
 
 CONTAINER = "bws-lab-operator"
-# What an operator holds of the lab: its SSH key and host keys, its API keys, its tiny model.
-LAB_FILES = ["id_ed25519", "id_ed25519.pub", "known_hosts", "api-key", "gateway-key", "tiny-model"]
+# What an operator holds of the lab: its SSH key and host keys, its API keys, and the local models
+# the lab stack uploads (lab_models()).
+LAB_KEYS = ["id_ed25519", "id_ed25519.pub", "known_hosts", "api-key", "gateway-key"]
+
+
+def lab_models() -> list[str]:
+    """The lab's files that the lab stack's local model sources name (the tiny model, its GGUF
+    form, any added later): read from the stack file, so a new one cannot be forgotten here."""
+    config = yaml.safe_load((REPO / "stacks" / "Pulumi.lab.yaml").read_text())["config"]
+    state = Path(lab.ENV["LAB_STATE_DIR"])
+    return sorted({Path(m["source"]["path"]).relative_to(state).parts[0]
+                   for m in config["blackwell-serving:models"] if m.get("source", {}).get("kind") == "local"})
 
 
 def docker(*args: str, timeout: int = 120, check: bool = True) -> subprocess.CompletedProcess:
@@ -57,7 +68,7 @@ def project_copy(dest: Path) -> Path:
             shutil.copy2(src, dest / name)
     state = dest / lab.ENV["LAB_STATE_DIR"]
     state.mkdir(parents=True, exist_ok=True)
-    for name in LAB_FILES:
+    for name in LAB_KEYS + lab_models():
         src = lab.STATE_DIR / name
         (shutil.copytree if src.is_dir() else shutil.copy2)(src, state / name)
     return dest
