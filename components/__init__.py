@@ -11,3 +11,12 @@ The package by layer, each importing only from the layers before it (tests/unit/
 - resources/   the Pulumi components a stack is made of, and ServingStack (stack) that wires them.
 Apart: operator/ (what runs on the operator's machine around a run), discover/ and todo/ (CLIs).
 """
+
+from pathlib import Path
+
+# The project's templates/ beside this package (a checkout, or `pip install -e`), else the copy an
+# installed package carries as components/templates (pyproject.toml maps it there). Here, on the
+# bottom floor, so that steps/render.py and an engine's own module (engines/llamacpp.py) find it alike.
+_PACKAGE = Path(__file__).resolve().parent
+TEMPLATES = next((d for d in (_PACKAGE.parent / "templates", _PACKAGE / "templates") if d.is_dir()),
+                 _PACKAGE.parent / "templates")

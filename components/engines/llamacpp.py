@@ -28,18 +28,15 @@ import re
 from functools import cache
 from pathlib import Path
 
+from components import TEMPLATES
 from components.engines.base import Engine, ModelFileError
 
 MODEL_FLAGS = ("--model", "-m")
 # llama.cpp's name of one part of a split GGUF file (llama_split_path: "%s-%05d-of-%05d.gguf");
 # llama-server is given the first and opens the others beside it.
 SPLIT_PART = re.compile(r"(?P<prefix>.+)-(?P<part>[0-9]{5})-of-(?P<count>[0-9]{5})\.gguf")
-# The probe's own module (its GGUF header reader serves the fit check here too: one reader), in
-# templates/ beside the package (a checkout) or in the copy an installed package carries as
-# components/templates. engines/ is the bottom floor: it cannot import steps/render.py's TEMPLATES.
-_COMPONENTS = Path(__file__).resolve().parents[1]
-PROBE_MODULE = next((d for d in (_COMPONENTS.parent / "templates", _COMPONENTS / "templates") if d.is_dir()),
-                    _COMPONENTS.parent / "templates") / "scripts" / "engine_llamacpp.py"
+# The probe's own module: its GGUF header reader serves the fit check here too (one reader).
+PROBE_MODULE = TEMPLATES / "scripts" / "engine_llamacpp.py"
 
 
 @cache

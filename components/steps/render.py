@@ -14,13 +14,7 @@ from pathlib import Path
 
 import jinja2
 
-from components import names
-
-# The project's templates/ beside the components package (a checkout, or `pip install -e`), else the
-# copy an installed package carries as components/templates (pyproject.toml maps it there).
-_PACKAGE = Path(__file__).resolve().parents[1]
-TEMPLATES = next((d for d in (_PACKAGE.parent / "templates", _PACKAGE / "templates") if d.is_dir()),
-                 _PACKAGE.parent / "templates")
+from components import TEMPLATES, names
 
 
 def shell_quote(value) -> str:
