@@ -10,8 +10,9 @@ from components.config.sanity import sanity_warnings
 from components.facts.observer import ObserveError
 from components.operator import reaper
 from components.operator.metrics import file_sd, write_file_sd
-from components.preflight.stack_fit import PreflightError, check_stack_fit
-from components.resources.stack import ServingStack, ServingStackArgs
+from components.sizing.ledger import ledger_entry
+from components.sizing.stack_fit import PreflightError, check_stack_fit
+from components.serving.stack import ServingStack, ServingStackArgs
 from components.steps.failure import BAIL_EXIT_CODE, quiet_when_the_engine_stops
 
 # If the CLI is killed mid-run, its language host and providers are ended with it.
@@ -44,6 +45,11 @@ except (ConfigError, PreflightError) as err:
 
 pulumi.export("endpoints", stack.endpoints)
 pulumi.export("memory_fit", {f.deployment: f.lines() for f in fits})
+# The memory ledger: each engine's predicted KV cache and memory beside its own figures after the
+# health gate (components/sizing/ledger.py).
+pulumi.export("memory_ledger", {
+    d.name: stack.deployments[d.name].health.stdout.apply(lambda out, d=d, p=f.prediction: ledger_entry(d, p, out))
+    for d, f in zip(spec.deployments, fits)})
 for name, deployment in stack.deployments.items():
     pulumi.export(f"{name}_sample_completion", deployment.sample)
 for name, bus_gbps in stack.bus_gbps.items():

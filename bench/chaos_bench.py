@@ -8,9 +8,11 @@ SIGINT or SIGKILL (chosen at random; an `up` that ends before its signal interru
 is recorded, does not count toward --runs, and narrows the window's end to 95% of its duration, so
 that every counted run cuts into a running `up`); then run `up` again the way an operator would after an
 interruption (clear the stale backend lock of the dead run: python -m components.todo.interrupted)
-and require it to converge; then check the nodes themselves: our units active, the image with one
-ID on both nodes, the model cache verified in full on both, glm stopped and disabled, embeddings
-running, a real chat completion through the endpoint, and no process of the killed run left on
+and require it to converge; then check the nodes themselves, everything derived from the stack
+file (bench/expectations.py): every unit of ours active on its node (the watchdogs' and rank
+watches' timers), every image with one ID on every node that holds it, every model cache verified
+in full on each node where it is placed, the retired units stopped and disabled, the kept ones
+running, a real chat completion from every served model, and no process of the killed run left on
 this machine. Reports k/N converged, the median time of the resumed `up`, and every bad state
 found. Writes bench/results/chaos-<time>.json, rewritten after every run, so a bench stopped
 early keeps what it measured; with --budget-min it starts no run after that many minutes. Each
@@ -41,17 +43,17 @@ sys.path.insert(0, str(REPO))
 
 from components.config import load_stack_file  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
+from bench.expectations import node_expectations, served_models  # noqa: E402
 
 NODE1, NODE2 = lab.nodes(2)
-MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 UP_TIMEOUT_S = 2400
-# The name the lab deployment serves its model under (stacks/Pulumi.lab.yaml).
+# What the bench checks, derived from the lab stack through the program's own names
+# (bench/expectations.py; tests/unit/test_chaos_expectations.py pins it to the rendered units).
 LAB_STACK = load_stack_file(REPO / "stacks" / "Pulumi.lab.yaml")
 SERVED_NAME = LAB_STACK.deployments[0].served_name
-GATEWAY_MODELS = [d.served_name for d in LAB_STACK.deployments]
-# Every unit of ours the lab stack runs: tiny over Ray, tiny-b on lab-2, the gateway on lab-1.
-UNITS = {NODE1: ["bws-tiny-ray-head.service", "bws-tiny.service", "bws-gateway.service"],
-         NODE2: ["bws-tiny-ray-worker.service", "bws-tiny-b.service"]}
+GATEWAY_MODELS = served_models(LAB_STACK)
+EXPECT = node_expectations(LAB_STACK)
+NODES = {n.name: n for n in (NODE1, NODE2)}
 
 
 def pulumi(*args: str, timeout: int = UP_TIMEOUT_S) -> subprocess.CompletedProcess:
@@ -117,25 +119,31 @@ class Linger(threading.Thread):
 
 def check_nodes(api_key: str, gateway_key: str) -> list[str]:
     bad = []
-    for node, units in UNITS.items():
-        for unit in units:
+    image_ids: dict[str, dict[str, str]] = {}  # tag → node → image ID
+    for name, want in EXPECT.items():
+        node = NODES[name]
+        for unit in want.active_units:
             state = on_node(node, f"systemctl is-active {unit} || true")
             if state != "active":
-                bad.append(f"{node.name}: {unit} is {state}")
-    ids = {n.name: on_node(n, "docker images -q --no-trunc blackwell-serving/vllm-lab | head -1") for n in (NODE1, NODE2)}
-    if len(set(ids.values())) != 1 or not all(ids.values()):
-        bad.append(f"image IDs differ or missing: {ids}")
-    for node in (NODE1, NODE2):
-        verify = on_node(node, f"cd {MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256 && echo ok")
-        if verify != "ok":
-            bad.append(f"{node.name}: model cache not verified: {verify}")
-    if on_node(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "active":
-        bad.append("lab-1: glm is running")
-    if on_node(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") != "disabled":
-        bad.append("lab-1: glm is not disabled")
-    if on_node(NODE2, f"systemctl is-active {lab.EMBEDDINGS_UNIT} || true") != "active":
-        bad.append("lab-2: embeddings is not running")
-    # The engine directly, and both models through the gateway with its own key.
+                bad.append(f"{name}: {unit} is {state}")
+        for tag in want.images:
+            image_ids.setdefault(tag, {})[name] = on_node(node, f"docker image inspect --format '{{{{.Id}}}}' {tag} || true")
+        for cache in want.caches:
+            verify = on_node(node, f"cd {cache} && sha256sum -c --quiet .blackwell-manifest.sha256 && echo ok")
+            if verify != "ok":
+                bad.append(f"{name}: model cache {cache} not verified: {verify}")
+        for unit in want.retired:
+            if on_node(node, f"systemctl is-active {unit} || true") == "active":
+                bad.append(f"{name}: retired {unit} is running")
+            if on_node(node, f"systemctl is-enabled {unit} || true") != "disabled":
+                bad.append(f"{name}: retired {unit} is not disabled")
+        for unit in want.kept:
+            if on_node(node, f"systemctl is-active {unit} || true") != "active":
+                bad.append(f"{name}: kept {unit} is not running")
+    for tag, ids in image_ids.items():
+        if len(set(ids.values())) != 1 or not all(i.startswith("sha256:") for i in ids.values()):
+            bad.append(f"image {tag}: IDs differ or missing: {ids}")
+    # The engine directly, and every model through the gateway with its own key.
     asks = [(f"http://{NODE1.mgmt_ip}:8000", api_key, SERVED_NAME),
             *((f"http://{NODE1.mgmt_ip}:4000", gateway_key, model) for model in GATEWAY_MODELS)]
     for base, key, model in asks:

@@ -39,11 +39,13 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from components.config.schema import DEFAULT_COPY_STREAMS  # noqa: E402
+from components.resources.image import image_tag  # noqa: E402
 from components.resources.relay import relay_plan  # noqa: E402
 from components.steps.render import render  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
 from tests.lab.dist import (fill_layer_registry_script, layer_registry_scripts, old_sync_image_script,  # noqa: E402
                             peer_values, put_script, run_script, ssh, sync_image_script, tx_bytes)
+from tests.lab.helpers import deployment, image_of  # noqa: E402
 
 SRC, N2, N3, N4 = lab.nodes(4)
 NODES = lab.nodes(min(4, lab.node_count()))   # the nodes up: bytes are counted on these
@@ -59,10 +61,11 @@ FLAT_TAG = "blackwell-serving/bench-flat:engine"
 
 
 def engine_tag() -> str:
-    out = ssh(SRC, "docker image ls --format '{{.Repository}}:{{.Tag}}' 'blackwell-serving/vllm-lab'").stdout.split()
-    if not out:
-        raise SystemExit("no blackwell-serving/vllm-lab image on lab-1: run the lab stack's `up` first")
-    return out[0]
+    """The lab stack's engine image (tiny's), as the program tags it."""
+    tag = image_tag(image_of(deployment("tiny")))
+    if not has_image(SRC, tag):
+        raise SystemExit(f"no {tag} image on lab-1: run the lab stack's `up` first")
+    return tag
 
 
 def image_bytes(tag: str) -> int:

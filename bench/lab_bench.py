@@ -26,12 +26,13 @@ sys.path.insert(0, str(REPO))
 
 from pulumi import automation as auto  # noqa: E402
 
+from components.resources.image import image_tag  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
+from tests.lab.helpers import LAB_MODEL_DIR as MODEL_DIR, deployment, image_of  # noqa: E402
 
 NODE1, NODE2 = lab.nodes(2)
 PEER_SSH = (f"ssh -i /root/.ssh/id_ed25519 -o BatchMode=yes -o StrictHostKeyChecking=yes "
             f"-o Compression=no root@{NODE2.fabric_ip}")
-MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
 
 
 def on_node(node, command: str) -> str:
@@ -83,7 +84,7 @@ def main() -> None:
     first, clock, first_changes = timed_up(stack)
     noop, _, noop_changes = timed_up(stack)
 
-    tag = on_node(NODE1, "docker images --format '{{.Repository}}:{{.Tag}}' blackwell-serving/vllm-lab | head -1")
+    tag = image_tag(image_of(deployment("tiny")))   # the engine image, as the program tags it
     image_bytes = int(on_node(NODE1, f"docker image inspect -f '{{{{.Size}}}}' {tag}"))
     model_bytes = int(on_node(NODE1, f"du -sb {MODEL_DIR} | cut -f1"))
     image_copy = clock.took.get("vllm-lab-sync-lab-2", float("nan"))

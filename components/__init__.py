@@ -1,18 +1,34 @@
 """blackwell-serving: Pulumi components that deploy LLM serving stacks on NVIDIA Blackwell nodes.
 
-The package by layer, each importing only from the layers before it (tests/unit/test_layers.py):
-- config/      the stack schema, its loading and its cross-key checks;
-- names        every generated unit, container and path name;
-- steps/       how a rendered script (render) becomes a step on a node (remote), what a step is
-               (info), type tokens, secrets, the failure block and the rollback of a failed `up`;
-- facts/       one module per node fact, and the program's one probe per node (observation, observer);
-- engines/     one module per engine behind one interface; runtimes/: docker or a venv;
-- preflight/   the checks that stop a plan before it changes anything;
-- resources/   the Pulumi components a stack is made of, and ServingStack (stack) that wires them.
-Apart: operator/ (what runs on the operator's machine around a run), discover/ and todo/ (CLIs).
+The package is built in floors, one per folder (FLOORS, bottom first): a module imports only from
+its own folder or the floors below it, at run time and in type checking alike
+(tests/unit/test_layers.py), so the layout shows the architecture and a lower floor never reaches
+up. The README's layout and docs/extending.md list the floors in this order (checked there too).
 """
 
 from pathlib import Path
+
+# (folder or module, what it holds), bottom first.
+FLOORS: tuple[tuple[str, str], ...] = (
+    ("components", "this file: the floors and where the templates are"),
+    ("names", "every generated unit, container and path name"),
+    ("platforms", "one module per GPU kind (gb10, rtx-pro-6000, cpu)"),
+    ("engines", "one module per engine behind one interface"),
+    ("launches", "how an engine's ranks spread over its nodes: single, ray, native"),
+    ("config", "the stack schema, its loading and its cross-key checks"),
+    ("steps", "how a rendered script becomes a step on a node, what a step is, the failure block, the rollback"),
+    ("sizing", "will a model fit: its facts, the fit, the memory ledger (arithmetic, no node)"),
+    ("facts", "one module per node fact, and the program's one probe per node"),
+    ("resources", "the Pulumi components a stack is made of"),
+    ("runtimes", "how an engine's ranks run: a container or a venv"),
+    ("preflight", "the checks on the nodes that gate the first change"),
+    ("serving", "a deployment, and ServingStack: the composition root"),
+    ("operator", "what runs on the operator's machine around a run"),
+    ("backend", "the state's backend: a team's PostgreSQL and its per-stack guard"),
+    ("todo", "the todo list and the resumption of an interrupted run (CLI)"),
+    ("discover", "a stack config from the machines as found (CLI)"),
+    ("monitoring", "Prometheus rules, alerts, the Grafana dashboard and the status page"),
+)
 
 # The project's templates/ beside this package (a checkout, or `pip install -e`), else the copy an
 # installed package carries as components/templates (pyproject.toml maps it there). Here, on the

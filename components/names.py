@@ -16,9 +16,28 @@ PREFIX = "bws-"
 STATE_DIR = "/var/lib/blackwell-serving"
 ETC_DIR = "/etc/blackwell-serving"
 UNIT_RECORDS_DIR = f"{STATE_DIR}/units"        # each unit's recorded inputs (install-unit.sh.j2)
+
+
+PUT_BACK_SUFFIX = ".put-back"
+
+
+def unit_put_back_mark(unit: str) -> str:
+    """Left by a rollback that put a unit's previous text back while the state records the new
+    one (components/steps/rollback.py); the next install of the unit removes it."""
+    return f"{UNIT_RECORDS_DIR}/{unit}{PUT_BACK_SUFFIX}"
 # The watchdog's and rank watch's state (failures in a row, the start that answered): runtime
 # only, gone with a reboot.
 WATCHDOG_RUN_DIR = "/run/blackwell-serving/watchdog"
+# The counter a deployment's watchdog writes for node_exporter's textfile collector on its head
+# (templates/scripts/watchdog.sh.j2; components/monitoring/alerts.py reads it): the restarts it
+# made, labelled deployment="NAME", and 0 from the moment it is armed, since increase() never
+# counts the first value a series shows. TEXTFILE_DIR is the collector's directory.
+WATCHDOG_RESTARTS_METRIC = "bws_watchdog_restarts_total"
+TEXTFILE_DIR = f"{STATE_DIR}/textfile"
+
+
+def watchdog_textfile(deployment: str) -> str:
+    return f"{TEXTFILE_DIR}/{PREFIX}watchdog-{deployment}.prom"
 
 # A venv engine's directory (components/resources/venv.py): marked built last, so a half-built one has no mark.
 VENV_BUILT_MARK = f".{PREFIX}built"
@@ -75,6 +94,13 @@ def ray_container(cluster: str, role: str) -> str:
 
 def bandwidth_container(deployment: str, rank: int) -> str:
     return f"{PREFIX}{deployment}-bw-{rank}"
+
+
+def model_cache_dirs(cache_dir: str, repo: str, revision: str) -> tuple[str, str]:
+    """(final, staging) directories of a model's cache on a node (components/resources/model.py);
+    config/crosscheck.py gives each final directory one owner."""
+    leaf = f"{repo.replace('/', '--')}--{revision}"
+    return f"{cache_dir}/{leaf}", f"{cache_dir}/.staging/{leaf}"
 
 
 def download_container(model: str) -> str:

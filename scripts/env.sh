@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# Environment for running the Pulumi engine of this repo: `source scripts/env.sh`.
+# Environment for running the Pulumi engine of this repo: `source scripts/env.sh [lab]`.
 # Local file backend and passphrase secrets, never Pulumi Cloud; no automatic plugin downloads.
 # Prints nothing. The engine itself comes from scripts/install-engine.sh.
 # Plugins are never taken from PATH: the language host comes from beside the CLI (.engine/bin),
@@ -20,8 +20,15 @@ export PULUMI_SKIP_UPDATE_CHECK=true
 export PULUMI_DISABLE_AUTOMATIC_PLUGIN_ACQUISITION=true
 export PULUMI_IGNORE_AMBIENT_PLUGINS=true
 
-# Passphrase for the secrets provider: the caller's, else one generated once for this clone.
-if [ -z "${PULUMI_CONFIG_PASSPHRASE+x}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FILE+x}" ]; then
+# Passphrase for the secrets provider. `source scripts/env.sh lab`: the lab stack's, which is fixed
+# and public (LAB_PULUMI_PASSPHRASE in tests/lab/lab.env: its salt is in git), whatever the caller
+# had; the main job, the tests and the README's commands all take it from there. Otherwise: the
+# caller's, else one generated once for this clone (.state/passphrase), for the operator's stacks.
+if [ "${1:-}" = lab ]; then
+  unset PULUMI_CONFIG_PASSPHRASE_FILE
+  PULUMI_CONFIG_PASSPHRASE=$(sed -n 's/^LAB_PULUMI_PASSPHRASE=//p' "$_bw_root/tests/lab/lab.env")
+  export PULUMI_CONFIG_PASSPHRASE
+elif [ -z "${PULUMI_CONFIG_PASSPHRASE+x}" ] && [ -z "${PULUMI_CONFIG_PASSPHRASE_FILE+x}" ]; then
   if [ ! -s "$_bw_root/.state/passphrase" ]; then
     (
       umask 077

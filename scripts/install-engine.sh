@@ -71,7 +71,9 @@ STAMPS="$ENGINE/stamps"
 WORK="$ENGINE/build"
 export PULUMI_HOME="$ENGINE/home"
 export PULUMI_SKIP_UPDATE_CHECK=true
-CACHE="${BLACKWELL_CACHE:-/var/cache/blackwell-serving}/go"
+# shellcheck source=scripts/cache.sh
+. "$ROOT/scripts/cache.sh"
+CACHE="$BLACKWELL_CACHE/go"
 COMMAND_PLUGIN_DIR="$PULUMI_HOME/plugins/resource-command-v$COMMAND_VERSION"
 COMMAND_PLUGIN="$COMMAND_PLUGIN_DIR/pulumi-resource-command"
 
@@ -123,16 +125,19 @@ tree_hash() {
 }
 
 # --- stamp keys ---------------------------------------------------------------------------------
-key_pulumi() { printf 'pulumi %s tags=%s' "$PULUMI_VERSION" "$PULUMI_TAGS"; }
+# Pure Go, as Pulumi's own releases: the same build (and Go build-cache keys) whether or not the
+# machine has a C compiler (a bare operator machine has none). Part of every built piece's key.
+GO_CGO=0
+key_pulumi() { printf 'pulumi %s tags=%s cgo=%s' "$PULUMI_VERSION" "$PULUMI_TAGS" "$GO_CGO"; }
 key_language_path() { printf 'language-python %s from PATH' "$PULUMI_VERSION"; }
 key_language_build() { # SRC
-  printf 'language-python %s sdk=%s tags=%s built from source tree=%s' \
-    "$LANGUAGE_VERSION" "$PULUMI_VERSION" "$PULUMI_TAGS" "$(tree_hash "$1")"
+  printf 'language-python %s sdk=%s tags=%s cgo=%s built from source tree=%s' \
+    "$LANGUAGE_VERSION" "$PULUMI_VERSION" "$PULUMI_TAGS" "$GO_CGO" "$(tree_hash "$1")"
 }
 key_command_found() { printf 'resource-command %s found' "$COMMAND_VERSION"; }
 key_command_download() { printf 'resource-command %s downloaded' "$COMMAND_VERSION"; }
 key_command_build() { # SRC
-  printf 'resource-command %s built from source tree=%s' "$COMMAND_VERSION" "$(tree_hash "$1")"
+  printf 'resource-command %s cgo=%s built from source tree=%s' "$COMMAND_VERSION" "$GO_CGO" "$(tree_hash "$1")"
 }
 
 # A stamp of a piece built from source stays good while that source is unchanged, or when the
@@ -225,6 +230,7 @@ find_on_path() {
 go_env() {
   command -v go >/dev/null || die "Go is needed to build the engine (go 1.26.6 or newer on PATH)"
   export GOMODCACHE="$CACHE/mod" GOCACHE="$CACHE/build" GOTOOLCHAIN=local
+  export CGO_ENABLED=$GO_CGO
   export GOFLAGS="-mod=mod -buildvcs=false"
   mkdir -p "$GOMODCACHE" "$GOCACHE"
 }

@@ -33,6 +33,11 @@ if ! wait "$engine"; then
   exit 1
 fi
 printf '[main] Pulumi engine (built beside the above): %d s\n' $((SECONDS - engine_start)) >&2
+if [[ -z ${BLACKWELL_LAB_STARTED:-} ]]; then
+  # The nodes answered when the lab came up; the engine's build may have run long since. A node
+  # that no longer answers SSH is shown from the host (what happened to it) and brought back.
+  tests/lab/lab check
+fi
 phase_start=$SECONDS
 # The lab deployment's API key and the gateway's: random, root-only, made once.
 for key in api-key gateway-key; do
@@ -40,11 +45,8 @@ for key in api-key gateway-key; do
     (umask 077 && head -c 24 /dev/urandom | base64 | tr -d '/+=' > "tests/lab/.state/$key")
   fi
 done
-# The lab stack's passphrase is fixed and public (tests/lab/lab.env): its salt is in git.
-PULUMI_CONFIG_PASSPHRASE=$(sed -n 's/^LAB_PULUMI_PASSPHRASE=//p' tests/lab/lab.env)
-export PULUMI_CONFIG_PASSPHRASE
 # shellcheck source=scripts/env.sh
-source scripts/env.sh
+source scripts/env.sh lab   # with the lab stack's passphrase, as the README's commands by hand
 pulumi stack select --create lab --non-interactive >/dev/null
 # A run of this script that was killed left the backend's lock: cleared when its process is gone.
 # What it left unfinished, this `up` runs again: one line says what, and it is taken out of the

@@ -6,7 +6,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 cd "$repo"
-bash scripts/setup-host.sh
+bash scripts/setup-host.sh --tests
 bash scripts/install-engine.sh
 bash scripts/setup-python.sh
 if (($# == 0)) || [[ " $* " == *tests/lab* ]]; then

@@ -1,11 +1,12 @@
 """Cross-resource checks of a stack config: what two parts of it would both claim on one node —
-a TCP port, the GPUs, a unit or container name (the generated ones included) — and foreign units
-that must not be listed twice. Each problem is "key.path: what; fix: how", relative to the stack.
+a TCP port, the GPUs, a unit or container name (the generated ones included), a model cache
+directory — and foreign units that must not be listed twice. Each problem is "key.path: what;
+fix: how", relative to the stack.
 Across deployments, per node: their API ports, SGLang dist-init ports, the ports of Ray clusters
 (one Ray cluster per node: each of its nodes binds the agent's port, and ray.port is kept free on
 all of them), the gateway's and the layer registry's ports, the SSH port and the system ports;
 and the GPUs their engines take there. The memory the deployments sharing a node need together
-is checked at preview, where the models' sizes are known (components/preflight/stack_fit.py).
+is checked at preview, where the models' sizes are known (components/sizing/stack_fit.py).
 
 The generated names are components/names.py's, the very functions the components that create
 them call (deployment.py, cluster.py, gateway.py, preflight/bandwidth.py, layer_registry.py).
@@ -13,11 +14,14 @@ them call (deployment.py, cluster.py, gateway.py, preflight/bandwidth.py, layer_
 
 from __future__ import annotations
 
+import posixpath
 from typing import TYPE_CHECKING
 
 from components import names
 from components.engines import ENGINES
+from components.launches import launch_of
 from components.names import RAY_AGENT_PORT, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
+from components.platforms import platform
 
 if TYPE_CHECKING:
     from components.config.schema import DeploymentSpec, StackSpec
@@ -27,13 +31,8 @@ FIRST_USER_PORT = 1024
 
 
 def cross_problems(spec: "StackSpec") -> list[str]:
-    return [*port_problems(spec), *gpu_problems(spec), *name_problems(spec), *service_list_problems(spec)]
-
-
-def engine_unit_nodes(d: "DeploymentSpec") -> list[str]:
-    """The nodes that run the deployment's own unit: every rank for the engine's native launch
-    (SGLang's or vLLM's), the head otherwise."""
-    return list(d.nodes) if d.topology == "native" else d.nodes[:1]
+    return [*port_problems(spec), *gpu_problems(spec), *name_problems(spec), *service_list_problems(spec),
+            *cache_owner_problems(spec)]
 
 
 def rank_watch_ranks(d: "DeploymentSpec") -> list[int]:
@@ -73,7 +72,7 @@ def port_problems(spec: "StackSpec") -> list[str]:
     ray_heads: dict[str, str] = {}
     ray_nodes: dict[str, tuple[str, str]] = {}  # node → (deployment, key path of the node)
     for i, d in enumerate(spec.deployments):
-        if d.topology != "ray":
+        if not launch_of(d).ray_cluster:
             continue
         head = d.nodes[0]
         if head in ray_heads:
@@ -108,11 +107,11 @@ def port_problems(spec: "StackSpec") -> list[str]:
                 claim(d.nodes[0], check.port, "fabric.bandwidth_check.port", "the fabric bandwidth check's port")
     for i, d in enumerate(spec.deployments):
         p = f"deployments[{i}]"
-        engine = ENGINES[d.engine]
-        for n in (d.nodes[rank] for rank in engine.api_ranks(d)):
+        launch = launch_of(d)
+        for n in launch.api_nodes(d):
             claim(n, d.port, f"{p}.port", f"the API port of deployment '{d.name}'")
-        if d.topology == "native":
-            claim(d.nodes[0], d.dist_port, f"{p}.dist_port", f"the {engine.dist_port_what} of deployment '{d.name}'")
+        for c in launch.port_claims(d, p):
+            claim(c.node, c.port, c.key, c.what)
     if spec.gateway is not None:  # components/resources/gateway.py
         claim(spec.gateway.node, spec.gateway.port, "gateway.port", "the gateway's port")
     for n in spec.layer_registry_nodes():  # components/resources/layer_registry.py (on loopback: still the node's port)
@@ -155,7 +154,7 @@ def gpu_problems(spec: "StackSpec") -> list[str]:
         for j, n in enumerate(d.nodes):
             # A cpu node's "GPU" is its cores, which the processes on it share (the lab: an engine
             # of two nodes and a second engine on one of them).
-            if n not in d.engine_nodes or spec.node(n).gpu.kind == "cpu":
+            if n not in d.engine_nodes or not platform(spec.node(n).gpu.kind).has_gpu:
                 continue
             need = gpu_share(spec, d, n)
             before = taken.setdefault(n, [])
@@ -190,11 +189,11 @@ def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
     check = spec.fabric.bandwidth_check if spec.fabric is not None else None
     for i, d in enumerate(spec.deployments):
         path = f"deployments[{i}].name"
-        for n in engine_unit_nodes(d):
+        for n in launch_of(d).rank_nodes(d):
             out.append((n, "unit", names.engine_unit(d.name), path, f"the engine unit of deployment '{d.name}'"))
             out.append((n, "container", names.engine_container(d.name), path,
                         f"the engine container of deployment '{d.name}'"))
-        if d.topology == "ray":
+        if launch_of(d).ray_cluster:
             cluster = names.ray_cluster(d.name)
             for r, n in enumerate(d.nodes):
                 role = "head" if r == 0 else "worker"
@@ -245,6 +244,32 @@ def service_list_problems(spec: "StackSpec") -> list[str]:
                                                      f"resource '{resource}'; fix: rename one node"))
             else:
                 seen[resource] = i
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# One owner for every model cache directory
+
+def cache_owner_problems(spec: "StackSpec") -> list[str]:
+    """Two models entries whose cache directory is the same on a node they share (same cache_dir and
+    REPO--REVISION leaf: names.model_cache_dirs, what components/resources/model.py creates): each
+    would fetch, verify and, on destroy, remove the other's weights. The other paths our steps remove on destroy are owned by
+    one entry already: image tags and venv directories carry the image's name, env files and units
+    the deployment's (names unique: references.py; generated unit names: name_problems)."""
+    problems: list[str] = []
+    owners: dict[tuple[str, str], int] = {}  # (node, directory) → models index
+    for i, m in enumerate(spec.models):
+        directory = posixpath.normpath(names.model_cache_dirs(m.cache_dir, m.repo, m.revision)[0])
+        reported: set[int] = set()
+        for n in dict.fromkeys([m.fetch_node, *m.nodes]):
+            j = owners.setdefault((n, directory), i)
+            if j != i and j not in reported:
+                reported.add(j)
+                other = spec.models[j]
+                problems.append(f"models[{i}]: models[{j}] ({other.name}) and models[{i}] ({m.name}) would both own "
+                                f"{directory} on node '{n}' (the same repo, revision and cache_dir): each would fetch "
+                                f"it and remove it on destroy; fix: keep one model entry and name it as the model of "
+                                f"every deployment that serves it (or give one entry another cache_dir)")
     return problems
 
 

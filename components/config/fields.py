@@ -80,5 +80,22 @@ class SecretRef(Strict):
 
 class HealthSpec(Strict):
     timeout_s: int = Field(1800, ge=10, le=14400, description="how long the gate waits for the engine to load")
+    restarts: int = Field(3, ge=0, le=100, description="restarts of the engine's unit the gate waits out; one more is a "
+                          "crash loop, and the gate fails at once naming it (the units restart forever)")
     prompt: Annotated[str, Field(max_length=500)] = Field("Say hello.", description="the gate's chat prompt")
     max_tokens: int = Field(8, ge=1, le=256, description="tokens the gate's completion may generate")
+
+
+class MemoryReleaseSpec(Strict):
+    """A swap (a running engine's unit restarted with a change) stops the old engine first and
+    starts the new one only once the old one's memory is back: MemAvailable must rise to what it
+    was plus what the old engine held (its cgroup's anonymous and shared memory), less bound_gb,
+    within timeout_s; else the swap stops with the figures and is rolled back.
+
+    On by default where an engine is alone with the host's memory (gpu.kind gb10: one GPU, one
+    engine); off where several engines share a node's memory and may load while another swaps
+    (gpu.kind cpu: their loads would read as memory not given back), or where the GPU's memory is
+    its own (rtx-pro-6000: MemAvailable does not show it). `enabled` says so outright."""
+    enabled: bool | None = Field(None, description="check a swap's memory; unset: on for gpu.kind gb10 only")
+    bound_gb: float = Field(1.0, ge=0, le=1024, description="how far short of its due MemAvailable may stay")
+    timeout_s: int = Field(120, ge=0, le=3600, description="how long the swap waits for the memory")

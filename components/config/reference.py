@@ -22,6 +22,7 @@ from components import names
 from components.config.crosscheck import FIRST_USER_PORT
 from components.config.namespace import PROJECT
 from components.config.schema import PROTECTED_UNITS, StackSpec
+from components.engines import ENGINES
 from components.names import LAYER_REGISTRY_CONTAINER, PREFIX, RAY_CLIENT_PORT, RAY_DASHBOARD_PORT
 
 OUTPUT = Path(__file__).resolve().parents[2] / "docs" / "stack-reference.md"
@@ -118,6 +119,19 @@ def _text(text: str) -> str:
     return "`".join(p if i % 2 else p.replace("<", "&lt;").replace(">", "&gt;") for i, p in enumerate(parts))
 
 
+def _engine_rule(e) -> str:
+    memory = (f"`memory_fraction` is its `{e.memory_fraction_flag}`" if e.memory_fraction_flag
+              else f"no `memory_fraction` ({e.memory_sized_by})")
+    return (f"- `engine: {e.name}`: topology {' or '.join(f'`{t}`' for t in sorted(e.launches))}; {memory}; "
+            f"`kv_cache_dtype` one of {', '.join(f'`{k}`' for k in e.kv_cache_dtypes)}.")
+
+
+# Generated from the engines (components/engines/), so a new engine documents itself; vLLM's
+# native launch gives every node world / nnodes ranks.
+ENGINE_RULES = "\n".join(_engine_rule(e) for e in ENGINES.values()) + (
+    "\n  Under vLLM's `native`, tensor_parallel × pipeline_parallel is a multiple of the node count.")
+
+
 RULES = f"""## Rules across keys
 
 Checked on every path (a stack file, and the config the engine passes to `pulumi preview` / `up`),
@@ -143,6 +157,10 @@ before anything runs on a node:
   (the engine), `{names.ray_container(names.ray_cluster("NAME"), "head")}` / `{names.ray_container(names.ray_cluster("NAME"), "worker")}` (its Ray cluster),
   `{names.bandwidth_container("NAME", "RANK")}` (the bandwidth check), `{names.GATEWAY_CONTAINER}` (the gateway), `{LAYER_REGISTRY_CONTAINER}`
   (the layer registry).
+- One owner for every model cache directory: two `models` entries with the same `cache_dir` and
+  REPO--REVISION directory on a node they share are refused (each would fetch the weights and
+  remove them on destroy); keep one entry and name it as the `model` of every deployment that
+  serves it. Image tags, venvs, env files and units carry the unique name of their entry.
 - The gateway: its node and image exist, the image (runtime docker, placed on its node) pins
   `litellm[proxy]==VERSION` exactly in its `pip:` beside `prisma==0.15.0` (without it LiteLLM answers
   HTTP 500 to a request without the key), or its base is a LiteLLM image; each model name
@@ -150,8 +168,7 @@ before anything runs on a node:
   has its head on the gateway's node.
 - `retire` never lists our own `{PREFIX}*` units, nor {", ".join(f"`{u}`" for u in PROTECTED_UNITS)} or `systemd-*`
   (any suffix); `keep` never lists `{PREFIX}*`; a unit is listed once.
-- vLLM runs with topology `single`, `ray` or `native` (then tensor_parallel × pipeline_parallel is a
-  multiple of the node count: each node runs as many ranks); SGLang with `single` or `native`.
+{ENGINE_RULES}
 - No path has a `..` component; numbers are finite; no text is longer than 4096 characters.
 """
 

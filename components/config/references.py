@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from components.config.venv import deployment_problems as venv_deployment_problems
+from components.launches import launch_of
 
 if TYPE_CHECKING:
     from components.config.schema import StackSpec
@@ -69,7 +70,7 @@ def reference_problems(spec: "StackSpec") -> list[str]:
             problems.append(f"{p}.tensor_parallel: tensor_parallel × pipeline_parallel = "
                             f"{d.tensor_parallel * d.pipeline_parallel} but {where} {gpus} GPUs; "
                             f"fix: make the product equal the GPU count")
-        if d.topology != "single":
+        if launch_of(d).spans_nodes:
             if spec.fabric is None:
                 problems.append(f"{p}.topology: multi-node needs a fabric: section; fix: add fabric.netdev")
             for j, n in enumerate(d.nodes):

@@ -19,6 +19,10 @@ import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
+from components.engines import ENGINES
+from components.launches import launch_of
+from components.platforms import platform
+
 if TYPE_CHECKING:
     from components.config.schema import DeploymentSpec, StackSpec
 
@@ -29,13 +33,7 @@ SYSTEM_DIRS = {"/": False, "/bin": True, "/boot": True, "/dev": True, "/etc": Tr
                "/run": True, "/home": False, "/root": False, "/var": False, "/var/lib": False, "/var/log": False,
                "/var/cache": False, "/tmp": False, "/opt": False, "/srv": False, "/mnt": False, "/media": False,
                "/usr/local": True}
-# GPU kinds whose memory is the node's own memory (the object store competes with the weights
-# there; the preflight's fit counts them so too).
-UNIFIED_MEMORY_KINDS = ("gb10", "cpu")
-# Of those, the kinds whose engines reserve what they claim (memory_fraction of the node): a CPU
-# engine's claim arithmetic says nothing of what it takes (the lab sizes its KV cache by env).
-CLAIMING_KINDS = ("gb10",)
-GB = 10**9  # the decimal GB of gpu.memory_gb (as preflight.model_facts.GB)
+GB = 10**9  # the decimal GB of gpu.memory_gb (as sizing.model_facts.GB)
 
 
 def sanity_problems(spec: "StackSpec") -> list[str]:
@@ -110,10 +108,10 @@ def directory_problems(spec: "StackSpec") -> list[str]:
 def object_store_nodes(spec: "StackSpec", d: "DeploymentSpec") -> list[str]:
     """The nodes where deployment d's Ray object store takes the node's own memory: the nodes of
     a Ray deployment whose GPU kind has unified memory."""
-    if d.topology != "ray":
+    if not launch_of(d).ray_cluster:
         return []
     kinds = {n.name: n.gpu.kind for n in spec.nodes}  # a node not in nodes: is references.py's to report
-    return [n for n in d.nodes if kinds.get(n) in UNIFIED_MEMORY_KINDS]
+    return [n for n in d.nodes if n in kinds and platform(kinds[n]).unified_memory]
 
 
 def object_store_problems(spec: "StackSpec") -> list[str]:
@@ -146,7 +144,10 @@ def node_claims(spec: "StackSpec") -> dict[str, list[Claim]]:
     claims: dict[str, list[Claim]] = {}
     gpus = {n.name: n.gpu for n in spec.nodes}  # a node not in nodes: is references.py's to report
     for i, d in enumerate(spec.deployments):
-        for n in (n for n in d.engine_nodes if n in gpus):
+        # An engine that takes no memory share claims what its model and context need: the
+        # preflight's fit counts it, once the model's size is read.
+        fraction_nodes = d.engine_nodes if ENGINES[d.engine].memory_fraction_flag else []
+        for n in (n for n in fraction_nodes if n in gpus):
             gpu = gpus[n]
             claims.setdefault(n, []).append(Claim(
                 d.name, f"{d.name}: memory_fraction {d.memory_fraction:g} × {gpu.memory_gb:g} GB × {gpu.count} GPU"
@@ -172,7 +173,7 @@ def claim_problems(spec: "StackSpec") -> list[str]:
         memory = int(n.gpu.memory_gb * GB) * n.gpu.count
         total = sum(c.bytes for c in claims)
         engines = sum(c.key.endswith("memory_fraction") for c in claims)
-        if (n.gpu.kind not in CLAIMING_KINDS or total <= memory or engines > 1
+        if (not platform(n.gpu.kind).reserves_claims or total <= memory or engines > 1
                 or spec.ray.object_store_gb * GB >= memory):
             continue
         keys = list(dict.fromkeys(c.key for c in claims))
@@ -200,7 +201,7 @@ def twin_warnings(spec: "StackSpec") -> list[str]:
         return []
     warnings: list[str] = []
     for i, n in enumerate(spec.nodes):
-        if n.gpu.kind != "gb10":
+        if not platform(n.gpu.kind).twin_hca_ports:
             continue
         own = n.fabric is not None and n.fabric.hcas is not None
         hcas = n.fabric.hcas if own else spec.fabric.hcas

@@ -15,11 +15,12 @@ import re
 import struct
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, field_validator, model_validator
+from pydantic import AfterValidator, Field, create_model, field_validator, model_validator
 
 from components.config.fields import (
     EnvName,
     HealthSpec,
+    MemoryReleaseSpec,
     HostName,
     ImageRef,
     LocalPath,
@@ -35,8 +36,10 @@ from components.config.fields import (
 )
 from components.config.gateway import GatewaySpec
 from components.config.venv import VenvSpec, image_problems
-from components.engines import ENGINES, Launch
+from components.engines import ENGINES
+from components.launches import Topology, launch_of
 from components.names import PREFIX, engine_container, engine_unit
+from components.platforms import KINDS, PLATFORMS
 
 HOST_KEY = re.compile(r"^(ssh-ed25519|ecdsa-sha2-nistp(256|384|521)|ssh-rsa) [A-Za-z0-9+/]+={0,3}$")
 GIT_SHA = re.compile(r"^[0-9a-f]{40}$")
@@ -84,7 +87,7 @@ class SshSpec(Strict):
 
 
 class GpuSpec(Strict):
-    kind: Literal["gb10", "rtx-pro-6000", "cpu"] = Field(description="gb10 (DGX Spark), rtx-pro-6000, or cpu (the lab)")
+    kind: Literal[KINDS] = Field(description="; ".join(f"{p.kind}: {p.title}" for p in PLATFORMS.values()))
     count: int = Field(1, ge=1, le=16, description="GPUs in the node (cpu: 1)")
     memory_gb: float = Field(description="usable memory per GPU in GB (GB10: ~120 of 128 unified; RTX PRO 6000: 96)",
                              gt=0, le=4096)
@@ -350,7 +353,9 @@ class BenchmarkSpec(Strict):
 Engine = Literal[tuple(ENGINES)]
 
 
-class DeploymentSpec(Strict):
+class DeploymentKeys(Strict):
+    """The keys every engine takes (DeploymentSpec adds each engine's own)."""
+
     name: Name = Field(description=f"the deployment's name: its unit is {engine_unit('NAME')}, its container "
                                   f"{engine_container('NAME')}")
     engine: Engine = Field(description="the engine that serves (components/engines: one module each)")
@@ -368,7 +373,7 @@ class DeploymentSpec(Strict):
         """Its engine's ranks talk across the fabric (what the bandwidth check measures); a Ray
         cluster whose engine runs on its head alone (executor: head) does not."""
         return len(self.engine_nodes) > 1
-    topology: Launch = Field(
+    topology: Topology = Field(
         "single", description="single node; vLLM over a Ray cluster; or the engine's own multi-node launch "
                               "without Ray (SGLang --nnodes/--node-rank/--dist-init-addr; vLLM --nnodes/--node-rank/"
                               "--master-addr/--master-port, the other ranks --headless)")
@@ -392,18 +397,16 @@ class DeploymentSpec(Strict):
         None, description="the engine's reasoning parser (e.g. qwen3)")
     quantization: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
         None, description="--quantization (e.g. modelopt_fp4); absent: from the model's config")
-    moe_runner_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
-        None, description="SGLang --moe-runner-backend (flashinfer_cutlass on sm_120: 'auto' targets sm_100)")
-    fp4_gemm_backend: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")] | None = Field(
-        None, description="SGLang --fp4-gemm-backend (flashinfer_cudnn or flashinfer_cutlass on sm_120)")
-    memory_fraction: float = Field(0.8, gt=0.05, le=0.95, description="gpu_memory_utilization / mem_fraction_static")
+    memory_fraction: float = Field(0.8, gt=0.05, le=0.95, description=(
+        "the share of each GPU's memory the engine sizes weights, KV cache and buffers against: "
+        + "; ".join(f"{e.name} {e.memory_fraction_flag}" for e in ENGINES.values() if e.memory_fraction_flag)
+        + "".join(f"; {e.name} takes none ({e.memory_sized_by})" for e in ENGINES.values()
+                  if not e.memory_fraction_flag)))
     max_model_len: int = Field(32768, ge=16, le=16_777_216, description="the longest context in tokens")
     max_num_seqs: int | None = Field(None, ge=1, le=65536, description="the most sequences in one batch")
     kv_cache_dtype: Annotated[str, Field(pattern=r"^[a-z0-9_]{1,32}$")] = Field(
-        "auto", description="the KV cache's dtype (auto, fp8, ...)")
-    speculative: dict[str, str | int | float | bool] | None = Field(
-        None, description="vLLM --speculative-config as a mapping")
-    hierarchical_cache_ratio: float | None = Field(None, gt=0, le=1000, description="SGLang --enable-hierarchical-cache --hicache-ratio")
+        "auto", description="the KV cache's dtype, in the engine's own spelling: " + "; ".join(
+            f"{e.name} {', '.join(e.kv_cache_dtypes)}" for e in ENGINES.values()))
     dist_port: int = Field(20000, ge=1, le=65535,
                            description="native topology: the ranks' rendezvous port on the head's fabric address "
                                        "(SGLang --dist-init-addr, vLLM --master-port)")
@@ -414,6 +417,8 @@ class DeploymentSpec(Strict):
                                           "the unit in plain text)")
     docker: DockerRun = Field(DockerRun(), description="options of the engine's and Ray's `docker run`")
     health: HealthSpec = Field(HealthSpec(), description="the health gate: a real chat completion after start")
+    memory_release: MemoryReleaseSpec = Field(MemoryReleaseSpec(), description="a swap starts the new engine only "
+                                              "once the old one's memory is back")
     watchdog: WatchdogSpec = Field(WatchdogSpec(), description="the watchdog: real completions on a timer, a restart "
                                                                "when it stops answering (a wedged engine)")
     benchmark: BenchmarkSpec = Field(BenchmarkSpec(), description="the benchmark after the health gate: decode "
@@ -422,16 +427,10 @@ class DeploymentSpec(Strict):
 
     @model_validator(mode="after")
     def _layout(self):
-        if self.topology == "single" and len(self.nodes) != 1:
-            raise ValueError("topology: 'single' takes exactly one node; "
-                             "fix: use 'ray' (vLLM) or 'native' (SGLang) for more, or list one node")
-        if self.topology != "single" and len(self.nodes) < 2:
-            raise ValueError(f"topology: '{self.topology}' needs at least two nodes; fix: add a node or use 'single'")
-        if self.executor == "head" and self.topology != "ray":
-            raise ValueError("executor: 'head' only applies to topology 'ray'; fix: remove it")
-        layout = ENGINES[self.engine].layout_problem(self)
-        if layout:
-            raise ValueError(layout)
+        problem = (launch_of(self).layout_problem(self) or ENGINES[self.engine].layout_problem(self)
+                   or ENGINES[self.engine].memory_problem(self))
+        if problem:
+            raise ValueError(problem)
         if len(set(self.nodes)) != len(self.nodes):
             raise ValueError("nodes: a node is listed twice; fix: list each node once")
         if self.benchmark.enabled and self.benchmark.max_tokens >= self.max_model_len:
@@ -443,6 +442,14 @@ class DeploymentSpec(Strict):
                 raise ValueError(f"{key}: is an option of {engine.name}, not {self.engine}; fix: remove it "
                                  f"(or pass the engine's own flag in extra_args)")
         return self
+
+
+# A deployment: the common keys, then each engine's own (Engine.Options, defined in the engine's
+# module: a new engine's keys need no line here; DeploymentKeys._layout refuses them on another
+# engine's deployment).
+DeploymentSpec = create_model(
+    "DeploymentSpec", __base__=DeploymentKeys, __module__=__name__, __doc__=None,
+    **{key: (field.annotation, field) for e in ENGINES.values() for key, field in e.Options.model_fields.items()})
 
 
 @documented(f"A foreign systemd unit on one of the nodes (never one of ours, {PREFIX}*).")

@@ -14,6 +14,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, model_validator
 
+from components.launches import launch_of
+
 GIT_COMMIT = re.compile(r"^[0-9a-f]{40}$")
 # A distribution name as pip and uv spell it (PEP 508 names, no extras, no markers).
 PackageName = Annotated[str, Field(pattern=r"^[A-Za-z0-9]([A-Za-z0-9._-]{0,98}[A-Za-z0-9])?$")]
@@ -163,7 +165,7 @@ def deployment_problems(spec) -> list[str]:
         if d.docker != type(d.docker)():
             problems.append(f"deployments[{i}].docker: options of `docker run`, and image '{d.image}' is a venv "
                             f"(no container); fix: remove docker:")
-        if d.topology == "ray":
+        if launch_of(d).ray_cluster:
             problems.append(f"deployments[{i}].topology: the Ray cluster runs in containers, and image '{d.image}' "
                             f"is a venv; fix: use topology 'single' or 'native', or a docker image")
         if check and d.ranks_span_nodes:

@@ -10,10 +10,15 @@ import shlex
 from dataclasses import dataclass
 
 from components.config.schema import protected_unit
+from components.engines import ENGINES
 from components.discover.facts import MachineFacts, Service
 
-# Programs (a word's file name, an image's name or a Python module) that serve models.
-ENGINE_PROGRAMS = re.compile(r"^(vllm|sglang|llama-server|llama\.cpp|llama_cpp|ollama|text-generation)")
+# Programs (a word's file name, an image's name or a Python module) that serve models: our
+# engines' own (Engine.programs) and servers we do not drive but a machine may run.
+OTHER_SERVERS = ("ollama", "text-generation")
+ENGINE_PROGRAMS = re.compile(
+    "^(" + "|".join(re.escape(p) for e in ENGINES.values() for p in e.programs) + "|"
+    + "|".join(re.escape(p) for p in OTHER_SERVERS) + ")")
 KEEP_HINTS = ("embed", "rerank")
 PORT_FLAGS = ("--port", "-p", "--http-port")
 MODEL_FLAGS = ("--model", "--model-path", "--model-id", "-m", "--served-model-name")

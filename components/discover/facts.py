@@ -1,10 +1,12 @@
-"""What one machine told the discovery script (templates/scripts/discover.sh), parsed: pure
+"""What one machine told the discovery script (templates/scripts/discover.sh.j2), parsed: pure
 functions of the script's text, so that they are tested on captured outputs."""
 
 from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+
+from components.names import PREFIX
 
 ARCHES = {"x86_64": "amd64", "amd64": "amd64", "aarch64": "arm64", "arm64": "arm64"}
 
@@ -110,8 +112,8 @@ def parse(host: str, text: str) -> MachineFacts:
             _read_line(facts, kind, f)
         except (IndexError, ValueError) as exc:
             raise DiscoveryError(f"{host}: the discovery script's line {number} cannot be read ({exc}): "
-                                 f"{line[:200]!r}; fix: run templates/scripts/discover.sh on it by hand "
-                                 f"and report its output") from None
+                                 f"{line[:200]!r}; fix: run the discovery script on it by hand "
+                                 f"(python -m components.discover.probe | ssh {host} sh -s {PREFIX}) and report its output") from None
     if facts.arch not in ARCHES:
         raise DiscoveryError(f"{host}: architecture {facts.arch!r} is not one the stacks know (x86_64, aarch64); "
                              f"fix: discover amd64 or arm64 machines only")

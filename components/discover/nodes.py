@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from components.discover.engines import EngineService, engine_services
 from components.discover.fabric import Fabric
 from components.discover.facts import ARCHES, DiscoveryError, MachineFacts
+from components.platforms import gpu_less_kind, kind_of_gpu_name
 
-GPU_KINDS = (("GB10", "gb10"), ("RTX PRO 6000", "rtx-pro-6000"))
 
 
 @dataclass
@@ -51,8 +51,8 @@ def gpu(facts: MachineFacts) -> dict:
         raise DiscoveryError(f"{facts.host}: nvidia-smi failed ({facts.gpu_error}); fix: check the NVIDIA driver "
                              f"on the machine (`nvidia-smi` there), then discover it again")
     if not facts.gpus:
-        return {"kind": "cpu", "count": 1, "memory_gb": _floor1(facts.memory_gib)}
-    kinds = {next((k for marker, k in GPU_KINDS if marker.lower() in g.name.lower()), None) for g in facts.gpus}
+        return {"kind": gpu_less_kind(), "count": 1, "memory_gb": _floor1(facts.memory_gib)}
+    kinds = {kind_of_gpu_name(g.name) for g in facts.gpus}
     if len(kinds) != 1 or None in kinds:
         names = sorted({g.name for g in facts.gpus})
         raise DiscoveryError(f"{facts.host}: GPUs {names} are not one kind the stacks know (GB10, RTX PRO 6000); "

@@ -8,10 +8,16 @@ from dataclasses import dataclass
 
 from components import names
 from components.discover.facts import DiscoveryError, MachineFacts, parse
-from components.steps.render import TEMPLATES
+from components.steps.render import render
 from components.steps.ssh import Connection, RemoteError, run_line
 
-SCRIPT = TEMPLATES / "scripts" / "discover.sh"
+TEMPLATE = "scripts/discover.sh.j2"
+
+
+def script() -> str:
+    """The discovery script: plain POSIX sh, with the reading shells it shares with the preflight
+    and the status view (components/facts/readings.py) included."""
+    return render(TEMPLATE)
 
 
 @dataclass(frozen=True)
@@ -31,7 +37,11 @@ def probe(target: Target, user: str, host_key: str, private_key: str | None, tim
     """The machine's facts; the script runs under `sh` (plain POSIX) fed on stdin."""
     conn = Connection(host=target.host, user=user, port=target.port, host_key=host_key, private_key=private_key)
     try:
-        out, _ = run_line(conn, f"sh -s {shlex.quote(names.PREFIX)}", stdin=SCRIPT.read_text(), timeout_s=timeout_s, what="discovery")
+        out, _ = run_line(conn, f"sh -s {shlex.quote(names.PREFIX)}", stdin=script(), timeout_s=timeout_s, what="discovery")
     except RemoteError as exc:
         raise DiscoveryError(f"{target.host}: {exc}; fix: check --user and --identity (key login as that user)") from None
     return parse(target.host, out)
+
+
+if __name__ == "__main__":  # the script, to run by hand: python -m components.discover.probe | ssh HOST sh -s PREFIX
+    print(script(), end="")

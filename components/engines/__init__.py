@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from components.engines.base import Engine, Launch, ModelFileError
+from components.engines.base import Engine, ModelFileError
 from components.engines.llamacpp import LlamaCpp
 from components.engines.sglang import SGLang
 from components.engines.vllm import VLLM
@@ -35,4 +35,4 @@ def model_files(spec: StackSpec, model: str) -> list[str] | None:
     return sorted(wanted) if serving else None
 
 
-__all__ = ["ENGINES", "Engine", "Launch", "ModelFileError", "engine_of", "model_files"]
+__all__ = ["ENGINES", "Engine", "ModelFileError", "engine_of", "model_files"]

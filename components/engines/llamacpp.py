@@ -83,13 +83,24 @@ class LlamaCpp(Engine):
     api_key_var = "LLAMA_API_KEY"
     probe_module = "engine_llamacpp"
     images_download = False   # ggml-org's server images carry llama-server, no python3 nor huggingface_hub
+    memory_sized_by = ("llama-server allocates the model file's weights and a KV cache of --ctx-size tokens "
+                       "(max_model_len × max_num_seqs), no more")
+    # common/arg.cpp's kv_cache_types (--cache-type-k/-v); auto: no flag, its default f16.
+    kv_cache_dtypes = ("auto", "f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+    smaller_kv_dtype = "q8_0"
+    programs = ("llama-server", "llama.cpp", "llama_cpp")
+    # llama-server's own line at its default verbosity (libllama's "llama_kv_cache: size = ..."
+    # shows only at a higher one): "load_model: initializing, n_slots = 4, n_ctx_slot = 256,
+    # kv_unified = 'true'" (tools/server/server-context.cpp).
+    kv_report_marker = "load_model: initializing, n_slots"
+    kv_report_pattern = r"n_slots = (?P<slots>[0-9]+), n_ctx_slot = (?P<ctx>[0-9]+), kv_unified = '(?P<unified>\w+)'"
 
     def argv(self, d, model_path, rank=0, head_address=None):
         argv = ["llama-server",
                 "--model", f"{model_path}/{model_file(d)}",
                 "--alias", d.served_name,
                 "--host", str(d.bind), "--port", str(d.port),
-                "--ctx-size", str(d.max_model_len)]
+                "--ctx-size", str(self.ctx_size(d))]
         if d.max_num_seqs:
             argv += ["--parallel", str(d.max_num_seqs)]
         if d.kv_cache_dtype != "auto":
@@ -100,6 +111,25 @@ class LlamaCpp(Engine):
 
     def model_files(self, d):
         return model_file_patterns(model_file(d))
+
+    @staticmethod
+    def ctx_size(d) -> int:
+        """--ctx-size: llama-server splits it over its --parallel slots (llama_context's n_ctx_seq =
+        n_ctx / n_seq_max without a unified KV cache), so max_model_len per request takes
+        max_model_len × slots; without --parallel it runs a unified cache every slot draws from."""
+        return d.max_model_len * (d.max_num_seqs or 1)
+
+    def kv_tokens_reported(self, line):
+        # Its cells: one cache every slot draws from (unified), or n_ctx_slot cells per slot.
+        found = re.search(self.kv_report_pattern, line)
+        if found is None:
+            return None
+        ctx, slots = int(found["ctx"]), int(found["slots"])
+        return ctx if found["unified"] == "true" else ctx * slots
+
+    def kv_tokens_allocated(self, d):
+        # llama_context pads n_ctx to a multiple of 256 (GGML_PAD(n_ctx, 256)).
+        return -(-self.ctx_size(d) // 256) * 256
 
     def layout_problem(self, d):
         problem = super().layout_problem(d)

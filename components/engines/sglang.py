@@ -3,7 +3,23 @@ where every rank serves the API."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
+from pydantic import BaseModel, Field
+
 from components.engines.base import Engine
+
+Backend = Annotated[str, Field(pattern=r"^[a-z0-9_]{1,64}$")]
+
+
+class SGLangOptions(BaseModel):
+    """SGLang's own deployment keys."""
+    moe_runner_backend: Backend | None = Field(
+        None, description="SGLang --moe-runner-backend (flashinfer_cutlass on sm_120: 'auto' targets sm_100)")
+    fp4_gemm_backend: Backend | None = Field(
+        None, description="SGLang --fp4-gemm-backend (flashinfer_cudnn or flashinfer_cutlass on sm_120)")
+    hierarchical_cache_ratio: float | None = Field(None, gt=0, le=1000,
+                                                   description="SGLang --enable-hierarchical-cache --hicache-ratio")
 
 
 class SGLang(Engine):
@@ -11,8 +27,17 @@ class SGLang(Engine):
     launches = frozenset({"single", "native"})
     api_key_var = "SGLANG_API_KEY"
     probe_module = "engine_sglang"
-    options = frozenset({"moe_runner_backend", "fp4_gemm_backend", "hierarchical_cache_ratio"})
+    Options = SGLangOptions
     dist_port_what = "SGLang dist-init port"
+    api_on_every_rank = True  # the native launch's ranks each run an API server (vLLM's others are --headless)
+    memory_fraction_flag = "--mem-fraction-static"
+    # launch_server's --kv-cache-dtype choices whose bytes per element the fit knows (fp4_e2m1 left out).
+    kv_cache_dtypes = ("auto", "bf16", "bfloat16", "fp8_e4m3", "fp8_e5m2")
+    smaller_kv_dtype = "fp8_e4m3"
+    # Its memory pool's line: "KV Cache is allocated. #tokens: 12345, K size: ..., V size: ...".
+    kv_report_marker = "KV Cache is allocated"
+    programs = ("sglang",)
+    kv_report_pattern = r"KV Cache is allocated\. #tokens: (?P<tokens>[0-9]+)"
 
     def argv(self, d, model_path, rank=0, head_address=None):
         argv = ["python3", "-m", "sglang.launch_server",
@@ -46,10 +71,6 @@ class SGLang(Engine):
             # Prometheus /metrics on the API port, as vLLM serves it unasked (the stack's scrape config).
             argv += ["--enable-metrics"]
         return argv + list(d.extra_args)
-
-    def api_ranks(self, d):
-        # The native launch's ranks each run an API server (vLLM's other ranks are --headless).
-        return list(range(self.rank_count(d)))
 
     def layout_problem(self, d):
         if d.topology == "ray":

@@ -14,13 +14,14 @@ from components.facts import (
     unit_state,
     venv_current,
 )
-from components.facts.base import ABSENT, Expectation, Fact, Facts, WatchItem, sha256_text
+from components.facts.base import ABSENT, Expectation, Fact, Facts, Reading, WatchItem, sha256_text
 from components.facts.endpoint import EndpointAnswers
 from components.facts.env_file import EnvFileWritten
 from components.facts.fabric_link import FabricUp, LinkFacts
 from components.facts.image_id import ImageCopied, ImagePresent
 from components.facts.model_cache import CacheComplete, CacheCopied
 from components.facts.ray_members import RayMembers
+from components.facts.readings import READINGS
 from components.facts.unit_state import UnitFacts, UnitKept, UnitRetired, UnitRunning
 from components.facts.venv_current import VenvCurrent
 
@@ -28,6 +29,6 @@ from components.facts.venv_current import VenvCurrent
 ALL: tuple[Fact, ...] = (unit_state.FACT, image_id.FACT, model_cache.FACT, fabric_link.FACT, rdma_port.FACT,
                          endpoint.FACT, ray_members.FACT, venv_current.FACT, env_file.FACT)
 
-__all__ = ["ABSENT", "ALL", "CacheComplete", "CacheCopied", "EndpointAnswers", "EnvFileWritten", "Expectation", "FabricUp", "Fact",
+__all__ = ["ABSENT", "ALL", "READINGS", "Reading", "CacheComplete", "CacheCopied", "EndpointAnswers", "EnvFileWritten", "Expectation", "FabricUp", "Fact",
            "Facts", "ImageCopied", "ImagePresent", "LinkFacts", "RayMembers", "UnitFacts", "UnitKept",
            "UnitRetired", "UnitRunning", "VenvCurrent", "WatchItem", "sha256_text"]

@@ -35,6 +35,22 @@ class Fact:
         return (self.shell, *self.helpers)
 
 
+@dataclass(frozen=True)
+class Reading:
+    """A reading of a node's resources (its memory, its GPUs, its driver) that the preflight, the
+    status view, discovery's checks and the memory release take, not a fact the observation
+    compares: its shell (a template under templates/scripts/facts/) defines `function`, and every
+    script that reads it includes that shell. `signatures`: the command texts that read it, which
+    no template outside its shell may hold (tests/unit/test_facts_once.py)."""
+    kind: str
+    shell: str
+    function: str
+    signatures: tuple[str, ...]
+
+    def home(self) -> tuple[str, ...]:
+        return (self.shell,)
+
+
 def value_or_absent(f: list[str]) -> str:
     """The parser of a fact that is one value, ABSENT when the node printed none."""
     return f[0] or ABSENT

@@ -19,10 +19,14 @@ class UnitFacts:
     active: str        # active | inactive | failed | activating | …
     enabled: str       # enabled | disabled | masked | "" when not installed
     sha256: str        # of /etc/systemd/system/<unit>, or "absent"
+    result: str = ""   # systemd's Result: success | exit-code | start-limit-hit | … ("" unknown)
+    written: str = ""  # the hash install-unit.sh.j2 recorded of the text it wrote ("" none)
+    put_back: bool = False  # a rollback put the previous text back (names.unit_put_back_mark)
 
 
 def parse(f: list[str]) -> UnitFacts:
-    return UnitFacts(load=f[0], active=f[1], enabled=f[2], sha256=f[3])
+    return UnitFacts(load=f[0], active=f[1], enabled=f[2], sha256=f[3], result=f[4] if len(f) > 4 else "",
+                     written=f[5] if len(f) > 5 else "", put_back=len(f) > 6 and f[6] == "put-back")
 
 
 FACT = Fact("unit", "units", "scripts/facts/unit_state.sh.j2", "unit_state", parse,
@@ -45,9 +49,20 @@ class UnitRunning:
         if u is None or u.sha256 == ABSENT:
             return f"drift: unit file {self.unit} absent"
         if u.sha256 != sha256_text(self.text):
-            return f"drift: unit file {self.unit} edited on the node"
-        if u.active not in RUNNING:
-            return f"drift: observed {u.active}"
+            # Edited on the node only when the file differs from what was written there; the
+            # program's text differing from what was written is a config change: the step's
+            # update says it, not a drift.
+            if not u.written or u.sha256 != u.written:
+                return f"drift: unit file {self.unit} edited on the node"
+            # A failed run's rollback wrote the previous text: the state records the new one, so no
+            # update would show it; the node shows it.
+            if u.put_back:
+                return f"drift: unit file {self.unit} put back to its previous version by a rolled-back run"
+        if u.active not in RUNNING or u.result == "start-limit-hit":
+            # A unit systemd gave up on names how (the install step resets it and starts it again).
+            given_up = u.active == "failed" or u.result == "start-limit-hit"
+            why = f" ({u.result})" if given_up and u.result not in ("", "success") else ""
+            return f"drift: observed {u.active}{why}"
         if u.enabled not in ("enabled", "enabled-runtime"):
             return f"drift: observed {u.enabled or 'not enabled'}"
         return None

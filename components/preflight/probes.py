@@ -42,7 +42,7 @@ class EngineProbeArgs:
 class EngineProbe(Component):
     """Inside the engine image on the head: the engine registers the model's architecture, the
     image's transformers parses its config.json, and the engine's own parser takes `argvs` (the
-    command line of each rank, Engine.rank_argvs). The probe program bundles the engine's own
+    command line of each rank, its launch's ranks). The probe program bundles the engine's own
     in-image module (Engine.probe_module) with the checker."""
 
     TYPE = types.ENGINE_PROBE

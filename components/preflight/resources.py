@@ -26,13 +26,14 @@ runtime does not)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Any, Mapping, Sequence
 
 import pulumi
 
-from components.config.sanity import UNIFIED_MEMORY_KINDS, node_claims
+from components.config.sanity import node_claims
+from components.platforms import platform
 from components.config.schema import StackSpec
-from components.preflight.model_facts import GB
+from components.sizing.model_facts import GB
 from components.resources.component import Component, Ready
 from components.resources.node import Node
 from components.runtimes import RUNTIMES
@@ -41,8 +42,6 @@ from components.steps.info import StepInfo
 from components.steps.remote import run
 from components.steps.render import render
 
-# What nvidia-smi calls each kind (a substring of its name column).
-GPU_NAMES = {"gb10": "GB10", "rtx-pro-6000": "RTX PRO 6000"}
 # The oldest Linux driver branch of each CUDA version (NVIDIA's CUDA Toolkit release notes,
 # table "CUDA Toolkit and Corresponding Driver Versions"), for the fix of a driver too old.
 CUDA_DRIVERS = {"12.4": "550.54.14", "12.6": "560.28.03", "12.8": "570.26", "12.9": "575.51.03",
@@ -76,7 +75,7 @@ def script_values(spec: StackSpec, node: str) -> dict:
     gpu = spec.node(node).gpu
     claims = node_claims(spec)[node]
     return dict(node_name=node, node_key=f"nodes[{index}]", kind=gpu.kind, count=gpu.count,
-                gpu_name=GPU_NAMES.get(gpu.kind, ""), unified=gpu.kind in UNIFIED_MEMORY_KINDS,
+                gpu_name=platform(gpu.kind).smi_name or "", unified=platform(gpu.kind).unified_memory,
                 claims=[dict(what=c.what, bytes=c.bytes, key=c.key) for c in claims],
                 need=sum(c.bytes for c in claims), keys=list(dict.fromkeys(c.key for c in claims)),
                 retired=[r.unit for r in spec.retire if r.node == node], cuda=cuda_need(spec, node))
@@ -84,8 +83,9 @@ def script_values(spec: StackSpec, node: str) -> dict:
 
 @dataclass(frozen=True)
 class NodeResourcesArgs:
+    """values: what the node's check script is rendered with (script_values)."""
     node: Node
-    spec: StackSpec
+    values: Mapping[str, Any]
 
 
 class NodeResources(Component):
@@ -94,11 +94,10 @@ class NodeResources(Component):
 
     def __init__(self, name: str, args: NodeResourcesArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        node, spec = args.node, args.spec
-        values = script_values(spec, node.name)
+        node, values = args.node, args.values
         need = f"{values['need'] / GB:.1f} GB"
         do = (f"Preflight: {node.name} has no GPU and none is expected (gpu.kind cpu); its memory reported "
-              f"against its deployments' claim of {need}, not enforced" if values["kind"] == "cpu" else
+              f"against its deployments' claim of {need}, not enforced" if not platform(values["kind"]).has_gpu else
               f"Preflight: {node.name} sees its {values['count']} {values['gpu_name']} GPU"
               f"{'s' if values['count'] > 1 else ''} and has the {need} its deployments claim free")
         self.command = run(f"{name}-check", node, parent=self,
@@ -115,7 +114,7 @@ def container_gpu_checks(spec: StackSpec) -> list[tuple[str, str, int]]:
     pairs = []
     for n in spec.nodes:
         for img in spec.images:
-            if RUNTIMES[img.runtime].ranks_in_containers and n.gpu.kind != "cpu" and any(
+            if RUNTIMES[img.runtime].ranks_in_containers and platform(n.gpu.kind).has_gpu and any(
                     d.image == img.name and n.name in d.nodes and d.docker.gpus for d in spec.deployments):
                 pairs.append((n.name, img.name, n.gpu.count))
     return pairs
@@ -123,11 +122,13 @@ def container_gpu_checks(spec: StackSpec) -> list[tuple[str, str, int]]:
 
 @dataclass(frozen=True)
 class ContainerGpusArgs:
-    """image: the image entry's name; tag: what the container runs."""
+    """image: the image entry's name; tag: what the container runs; node_key: the node's entry in
+    the stack config (nodes[i]); count: the GPUs it declares."""
     node: Node
-    spec: StackSpec
     image: str
     tag: str
+    node_key: str
+    count: int
     depends_on: Sequence[pulumi.Resource] = ()
 
 
@@ -138,16 +139,14 @@ class ContainerGpus(Component):
 
     def __init__(self, name: str, args: ContainerGpusArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        node, spec, image = args.node, args.spec, args.image
-        index = next(i for i, n in enumerate(spec.nodes) if n.name == node.name)
-        count = spec.node(node.name).gpu.count
+        node, image, count = args.node, args.image, args.count
         self.command = run(f"{name}-check", node, parent=self, depends_on=list(args.depends_on),
                            step=StepInfo(node.name, "preflight",
                                          do=f"Preflight: a container of image {image} sees the {count} GPU"
                                             f"{'s' if count > 1 else ''} of {node.name} (docker --gpus all)",
                                          undo=f"Drop the container GPU check of {image} on {node.name}"),
                            create=render("scripts/preflight-container-gpus.sh.j2", node_name=node.name,
-                                         node_key=f"nodes[{index}]", image=image, tag=args.tag, count=count,
+                                         node_key=args.node_key, image=image, tag=args.tag, count=count,
                                          timeout_s=CONTAINER_GPUS_TIMEOUT_S))
         self.ready = Ready.of([(node.name, self.command)])
         self.register_outputs({})
@@ -160,10 +159,12 @@ def resource_checks(spec: StackSpec, nodes: dict[str, Node], opts: pulumi.Resour
     says "no GPU expected" and reports the memory); then, given the images' readiness per node
     and their tags, one container GPU check per docker-runtime engine image on a GPU node."""
     claimed = node_claims(spec)
-    checks: list = [NodeResources(f"{n.name}-resources", NodeResourcesArgs(nodes[n.name], spec), opts)
+    checks: list = [NodeResources(f"{n.name}-resources",
+                                  NodeResourcesArgs(nodes[n.name], script_values(spec, n.name)), opts)
                     for n in spec.nodes if n.name in claimed]
     if image_ready is not None and tags is not None:
-        checks += [ContainerGpus(f"{n}-{img}-gpus", ContainerGpusArgs(nodes[n], spec, img, tags[img],
-                                                                       image_ready[img].on(n)), opts)
-                   for n, img, _ in container_gpu_checks(spec)]
+        index = {n.name: i for i, n in enumerate(spec.nodes)}
+        checks += [ContainerGpus(f"{n}-{img}-gpus", ContainerGpusArgs(nodes[n], img, tags[img], f"nodes[{index[n]}]",
+                                                                       count, image_ready[img].on(n)), opts)
+                   for n, img, count in container_gpu_checks(spec)]
     return checks

@@ -11,6 +11,7 @@ import pulumi
 from components import names
 from components.config.schema import DockerRun, FabricSpec, NodeSpec, RaySpec
 from components.facts import RayMembers
+from components.platforms import platform
 from components.resources.component import Component, Ready
 from components.resources.containers import docker_args
 from components.resources.fabric import fabric_environment
@@ -32,14 +33,10 @@ def ray_tmp_dir(state_dir: str, name: str) -> str:
     return f"{state_dir}/ray/{name}"
 
 
-# The GPU kinds whose GPU allocates from the host's memory (the Ray memory monitor's concern).
-GPU_SHARES_HOST_MEMORY = ("gb10",)
-
-
 def ray_memory_monitor(ray: RaySpec, node: NodeSpec) -> dict[str, str]:
     """Ray's memory monitor settings for a node whose GPU shares its memory (RaySpec's comment
     says why and what the values are); none elsewhere (Ray's defaults)."""
-    if node.gpu.kind not in GPU_SHARES_HOST_MEMORY:
+    if not platform(node.gpu.kind).ray_memory_monitor:
         return {}
     return {"RAY_memory_monitor_refresh_ms": str(ray.unified_memory_monitor_refresh_ms),
             "RAY_memory_usage_threshold": f"{ray.unified_memory_usage_threshold:g}"}

@@ -29,7 +29,7 @@ What runs on the gateway's node, as ONE step (its own: the engines are not part 
 - /etc/blackwell-serving/gateway.env, root-only: the gateway's key (LITELLM_MASTER_KEY) and each
   route's upstream key. It travels on the step's stdin (a secret), is mounted read-only into the
   container and read into the proxy's environment at start (as the engines do,
-  components/resources/deployment.py): never `-e KEY=…`, the unit's text or argv;
+  components/serving/deployment.py): never `-e KEY=…`, the unit's text or argv;
 - its unit, names.GATEWAY_UNIT (templates/units/container.service.j2) running the container.
 The step's command line names the digest of the config (and of the unit): a change of the routes
 or keys re-runs it, which rewrites the files and restarts the gateway alone. LiteLLM reads its
@@ -55,8 +55,9 @@ from typing import Mapping, Sequence
 import pulumi
 
 from components import names
-from components.config.schema import DeploymentSpec, StackSpec
+from components.config.gateway import GatewaySpec
 from components.facts import EndpointAnswers, UnitRunning
+from components.resources.api import DeploymentApi
 from components.resources.component import Component, Ready
 from components.resources.containers import file_mount
 from components.resources.node import Node
@@ -90,7 +91,7 @@ SECRETS_IN_CONTAINER = "/run/secrets/blackwell-serving.env"
 MASTER_KEY_VAR = "LITELLM_MASTER_KEY"
 CONFIG_DELIMITER = "BWS_GATEWAY_CONFIG_EOF"
 # The proxy's command, run with the NAME=value lines of the secrets file in its environment (each
-# line exported as it is: no shell evaluation of a value), as components/resources/deployment.py does.
+# line exported as it is: no shell evaluation of a value), as components/serving/deployment.py does.
 SOURCE_SECRETS = ["/bin/sh", "-c",
                   f'while IFS= read -r kv; do export "$kv"; done < {SECRETS_IN_CONTAINER} && exec "$@"',
                   "gateway"]
@@ -117,46 +118,33 @@ def _url_host(address: str) -> str:
     return f"[{address}]" if ":" in address else address
 
 
-def deployment_address(spec: StackSpec, d: DeploymentSpec) -> str:
-    """Where the gateway's node reaches deployment d's API (its head)."""
-    gw = spec.gateway
-    head = spec.node(d.nodes[0])
-    bind = str(d.bind)
-    if head.name == gw.node:
-        return "127.0.0.1" if bind == "0.0.0.0" else bind
-    if bind != "0.0.0.0":
-        return bind
-    return str(head.fabric_address) if head.fabric_address is not None else head.host
-
-
-def routes(spec: StackSpec) -> list[Route]:
-    """Every model the gateway routes: the deployments' served names, then the upstreams' models."""
-    out = [Route(d.served_name, f"http://{_url_host(deployment_address(spec, d))}:{d.port}/v1",
-                 key_var("deployment", d.name) if d.api_key is not None else None, "chat", f"deployment {d.name}")
-           for d in spec.deployments]
-    for u in spec.gateway.upstreams:
+def routes(gateway: GatewaySpec, apis: Sequence[DeploymentApi]) -> list[Route]:
+    """Every model the gateway routes: the deployments' served names (as each publishes its API),
+    then the upstreams' models."""
+    out = [Route(a.served_name, f"http://{_url_host(a.address_from(gateway.node))}:{a.port}/v1",
+                 key_var("deployment", a.name) if a.key is not None else None, "chat", f"deployment {a.name}")
+           for a in apis]
+    for u in gateway.upstreams:
         out += [Route(m, u.url, key_var("upstream", u.name) if u.api_key is not None else None, u.mode,
                       f"upstream {u.name}") for m in u.models]
     return out
 
 
-def litellm_config(spec: StackSpec) -> str:
+def litellm_config(gateway: GatewaySpec, routed: Sequence[Route]) -> str:
     """The proxy's config file: no secret in it (keys are `os.environ/VAR` of the env file)."""
-    text = render("gateway/litellm.yaml.j2", routes=routes(spec), master_key_var=MASTER_KEY_VAR,
-                  key_check=KEY_CHECK, timeout_s=spec.gateway.request_timeout_s)
+    text = render("gateway/litellm.yaml.j2", routes=routed, master_key_var=MASTER_KEY_VAR,
+                  key_check=KEY_CHECK, timeout_s=gateway.request_timeout_s)
     if CONFIG_DELIMITER in text:
         raise ValueError(f"the gateway's config may not contain {CONFIG_DELIMITER}")
     return text
 
 
-def gateway_argv(spec: StackSpec) -> list[str]:
-    gw = spec.gateway
+def gateway_argv(gw: GatewaySpec) -> list[str]:
     return [*SOURCE_SECRETS, "litellm", "--config", CONFIG_IN_CONTAINER, "--host", str(gw.bind),
             "--port", str(gw.port), "--num_workers", "1"]
 
 
-def gateway_unit_text(spec: StackSpec, image: str, config_digest: str) -> str:
-    gw = spec.gateway
+def gateway_unit_text(gw: GatewaySpec, image: str, config_digest: str) -> str:
     env = dict(ENVIRONMENT)
     args = ["--network", "host", "--init",
             *file_mount(CONFIG_FILE, CONFIG_IN_CONTAINER),
@@ -167,27 +155,28 @@ def gateway_unit_text(spec: StackSpec, image: str, config_digest: str) -> str:
     for name in env:
         args += ["-e", name]
     return container_unit_text(component="Gateway", description=f"blackwell-serving gateway (LiteLLM) on port {gw.port}",
-                               container=CONTAINER, image=image, command=gateway_argv(spec), docker_args=args,
+                               container=CONTAINER, image=image, command=gateway_argv(gw), docker_args=args,
                                environment=env)
 
 
-def gateway_keys(spec: StackSpec) -> dict[str, pulumi.Output[str]]:
-    """The env file's values: the gateway's key and every route's upstream key (Pulumi secrets)."""
-    keys = {MASTER_KEY_VAR: resolve(spec.gateway.api_key, "gateway.api_key")}
-    for i, d in enumerate(spec.deployments):
-        if d.api_key is not None:
-            keys[key_var("deployment", d.name)] = resolve(d.api_key, f"deployments[{i}].api_key")
-    for i, u in enumerate(spec.gateway.upstreams):
+def gateway_keys(gateway: GatewaySpec, apis: Sequence[DeploymentApi]) -> dict[str, pulumi.Output[str]]:
+    """The env file's values: the gateway's key, every deployment's key as it publishes it, and
+    every upstream's key (Pulumi secrets)."""
+    keys = {MASTER_KEY_VAR: resolve(gateway.api_key, "gateway.api_key")}
+    for a in apis:
+        if a.key is not None:
+            keys[key_var("deployment", a.name)] = a.key
+    for i, u in enumerate(gateway.upstreams):
         if u.api_key is not None:
             keys[key_var("upstream", u.name)] = resolve(u.api_key, f"gateway.upstreams[{i}].api_key")
     return keys
 
 
-def health_requests(spec: StackSpec) -> list[dict]:
+def health_requests(gateway: GatewaySpec, routed: Sequence[Route]) -> list[dict]:
     """What the gate sends through the gateway for each routed model: (path, body)."""
-    h = spec.gateway.health
+    h = gateway.health
     out = []
-    for r in routes(spec):
+    for r in routed:
         if r.mode == "embedding":
             out.append({"model": r.model, "path": "/v1/embeddings",
                         "body": json.dumps({"model": r.model, "input": h.prompt}), "expect": '"data"'})
@@ -201,9 +190,11 @@ def health_requests(spec: StackSpec) -> list[dict]:
 
 @dataclass(frozen=True)
 class GatewayArgs:
-    """node: where it runs (gateway.node); image, image_id: the gateway image's tag and ID;
-    engines_ready: what its health gate waits for (every deployment's)."""
-    spec: StackSpec
+    """gateway: its stack entry; apis: what each deployment publishes of its API (the routes and
+    their keys); node: where it runs (gateway.node); image, image_id: the gateway image's tag and
+    ID; engines_ready: what its health gate waits for (every deployment's)."""
+    gateway: GatewaySpec
+    apis: Sequence[DeploymentApi]
     node: Node
     image: str
     image_id: pulumi.Input[str]
@@ -217,12 +208,12 @@ class Gateway(Component):
 
     def __init__(self, name: str, args: GatewayArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
-        spec, node, depends_on = args.spec, args.node, args.depends_on
-        gw = spec.gateway
-        self.config_text = litellm_config(spec)
+        gw, node, depends_on = args.gateway, args.node, args.depends_on
+        routed = routes(gw, args.apis)
+        self.config_text = litellm_config(gw, routed)
         # The routes and the key check they name: a change of either rewrites both and restarts.
         self.config_digest = digest(self.config_text, KEY_CHECK_TEXT)
-        self.unit_text = gateway_unit_text(spec, args.image, self.config_digest)
+        self.unit_text = gateway_unit_text(gw, args.image, self.config_digest)
         if UNIT_DELIMITER in self.unit_text:
             raise ValueError(f"the gateway's unit may not contain {UNIT_DELIMITER}")
         values = dict(unit_name=UNIT, container=CONTAINER, config_dir=CONFIG_DIR)
@@ -231,7 +222,7 @@ class Gateway(Component):
                         undo=f"Stop and remove the gateway ({UNIT}) from {node.name}")
         # Its keys travel apart, as an engine's (components/resources/unit.py): a step of their own, whose
         # generation restarts the gateway; this step's inputs (its unit, its routes) stay plain.
-        self.env = env_step(name, node, UNIT, ENV_FILE, env_file_text(gateway_keys(spec)), step, self, depends_on)
+        self.env = env_step(name, node, UNIT, ENV_FILE, env_file_text(gateway_keys(gw, args.apis)), step, self, depends_on)
         # Its own step: the routes' digest, the image it runs and its keys' generation are its
         # triggers; the engines' steps do not depend on it, so a new config restarts the gateway alone.
         self.install = run(
@@ -248,24 +239,24 @@ class Gateway(Component):
             step=StepInfo(node.name, "verify", do="Health gate: a real request through the gateway for every model",
                           undo="Drop the gateway's health gate"),
             create=render("scripts/gateway-health.sh.j2", address=address, port=gw.port, unit=UNIT, env_file=ENV_FILE,
-                          key_var=MASTER_KEY_VAR, timeout_s=gw.health.timeout_s, requests=health_requests(spec),
+                          key_var=MASTER_KEY_VAR, timeout_s=gw.health.timeout_s, requests=health_requests(gw, routed),
                           gateway_digest=digest(self.unit_text, self.config_text, KEY_CHECK_TEXT)),
             triggers=[started(self.install)],
             expect=EndpointAnswers(node.name, f"http://{_url_host(address)}:{gw.port}/health/liveliness"))
         self.endpoint = f"http://{node.spec.host}:{gw.port}/v1"
-        self.models = [r.model for r in routes(spec)]
+        self.models = [r.model for r in routed]
         self.ready = Ready.of([(node.name, self.health)])
         self.register_outputs({"endpoint": self.endpoint, "models": self.models, "config_digest": self.config_digest})
 
 
-def gateway_for(spec: StackSpec, nodes: Mapping[str, Node], images: Mapping, deployments: Mapping,
+def gateway_for(gw: GatewaySpec | None, nodes: Mapping[str, Node], images: Mapping, deployments: Mapping,
                 gates: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions) -> Gateway | None:
     """The stack's gateway (None without `gateway:`): after its image is on its node and after the
     checks and retirements that gate anything of ours there; its gate after every engine's."""
-    if spec.gateway is None:
+    if gw is None:
         return None
-    gw = spec.gateway
     image = images[gw.image]
-    return Gateway("gateway", GatewayArgs(spec, nodes[gw.node], image=image.tag, image_id=image.image_id,
+    return Gateway("gateway", GatewayArgs(gw, [d.api for d in deployments.values()], nodes[gw.node],
+                                          image=image.tag, image_id=image.image_id,
                                           engines_ready=[s for d in deployments.values() for s in d.ready.all()],
                                           depends_on=[*image.ready.on(gw.node), *gates]), opts)

@@ -12,6 +12,7 @@ from typing import Sequence
 
 import pulumi
 
+from components import names
 from components.config.schema import DEFAULT_COPY_STREAMS, FabricSpec, ModelSpec
 from components.facts import CacheComplete, CacheCopied
 from components.resources.component import Component, Ready
@@ -20,14 +21,13 @@ from components.resources.node import Node
 from components.resources.relay import relay_plan
 from components.steps import types
 from components.steps.info import StepInfo
-from components.steps.remote import directory_digest, run, upload
+from components.steps.remote import directory_digest, run, tagged_line, upload
 from components.steps.render import render
 
 
 def cache_paths(spec: ModelSpec) -> tuple[str, str]:
     """(final, staging) directories of the model on a node."""
-    leaf = f"{spec.repo.replace('/', '--')}--{spec.revision}"
-    return f"{spec.cache_dir}/{leaf}", f"{spec.cache_dir}/.staging/{leaf}"
+    return names.model_cache_dirs(spec.cache_dir, spec.repo, spec.revision)
 
 
 @dataclass(frozen=True)
@@ -92,11 +92,16 @@ class ModelCache(Component):
                 f"{spec.name}-to-{peer.name}", sender, parent=self,
                 depends_on=[self.fetch, *(there[a.name] for a in after)],
                 step=StepInfo(sender.name, "model", do=f"Copy model {spec.name} to {peer.name} {over(fabric)}",
+                              redo=f"Copy model {spec.name} to {peer.name} again {over(fabric)} "
+                                   f"(then the engines reading it there restart)",
                               undo=f"Remove model {spec.name} from {peer.name}"),
                 create=render("scripts/sync-model.sh.j2", **values),
                 delete=render("scripts/unsync-model.sh.j2", **values),
                 expect=CacheCopied(sender.name, peer.name, self.path))
         self.ready = Ready.of(there.items())
+        # Per node, where the cache sits now (its directory's inode, printed by the step that placed
+        # it): a trigger of the units that read it, so a cache placed again (a repair) restarts them.
+        self.placed = {n: tagged_line(step.stdout, "placed") for n, step in there.items()}
         self.register_outputs({"path": self.path, "nodes": list(there)})
 
 

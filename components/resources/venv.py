@@ -34,6 +34,7 @@ from components.config.load import PROJECT
 from components.config.schema import DeploymentSpec, ImageSpec
 from components.config.venv import GIT_COMMIT, ConfigPin, VenvSpec, WheelFile
 from components.engines import ENGINES
+from components.launches import launch_of
 from components.facts import VenvCurrent
 from components.resources.component import Component, Ready
 from components.resources.node import Node
@@ -142,7 +143,7 @@ def engine_command_lines(deployments: Sequence[DeploymentSpec]) -> dict[str, lis
     stand-in model path and head address (the parser takes any)."""
     out: dict[str, list[list[str]]] = {}
     for d in deployments:
-        out.setdefault(d.engine, []).extend(ENGINES[d.engine].rank_argvs(d, "/model", "127.0.0.1"))
+        out.setdefault(d.engine, []).extend(list(r.argv) for r in launch_of(d).ranks(d, "/model", "127.0.0.1"))
     return out
 
 

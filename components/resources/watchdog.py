@@ -82,6 +82,12 @@ def timer_units(values: dict, *, engine_unit: str, script_dir: str, script_path:
     return timer_text, units, dict(script_dir=script_dir, script_path=script_path)
 
 
+# How long a new start of a rank may go without a connection to its listening head before the
+# rank watch judges it joined a head that is gone: its imports and first connect (about 40 s on
+# the lab's loaded 2 cores), with room to spare.
+RANK_JOIN_GRACE_S = 90
+
+
 def rank_watch_component(deployment: str, rank: int) -> str:
     return f"{names.rank_watch_name(deployment, rank)}-watch"
 
@@ -120,7 +126,8 @@ class RankWatch(Component):
         values = dict(deployment=watch, timer=timer, service=service, interval_s=w.interval_s,
                      failures=w.failures, restart_units=[engine_unit])
         script = render("scripts/rank-watch.sh.j2", engine_unit=engine_unit, container=args.container,
-                        head_address=head_address, **values)
+                        head_address=head_address, head_port=spec.dist_port, join_grace_s=RANK_JOIN_GRACE_S,
+                        **values)
         timer_text, units, paths = timer_units(values, engine_unit=engine_unit, script_dir=script_dir,
                                                script_path=script_path, timeout_s=30)
         armed = (f"armed: every {w.interval_s} s, {w.failures} checks in a row without a connection to the head "

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import pulumi
 
 if TYPE_CHECKING:
-    from components.config.schema import DeploymentSpec, FabricSpec, ImageSpec, StackSpec
+    from components.config.schema import DeploymentSpec, FabricSpec, ImageSpec
     from components.resources.component import Ready
     from components.resources.layer_registry import LayerRegistry
     from components.resources.node import Node
@@ -34,6 +34,16 @@ class RankStart:
     pre_start: Sequence[list[str]] = field(default_factory=list)
 
 
+@dataclass(frozen=True)
+class Placement:
+    """What placing an image entry needs of the stack, as plain values: the fabric its copies
+    travel over (None: no fabric), the state directory on the nodes, and the deployments that run
+    the entry."""
+    fabric: FabricSpec | None
+    state_dir: str
+    deployments: Sequence[DeploymentSpec]
+
+
 class Runtime(ABC):
     """One image entry on its nodes. tag: what Ray containers and the bandwidth check run (a venv:
     its `current` directory); image_id: the units' trigger; ready: node → the steps after which it
@@ -51,7 +61,7 @@ class Runtime(ABC):
 
     @classmethod
     @abstractmethod
-    def place(cls, img: ImageSpec, spec: StackSpec, nodes: Mapping[str, Node],
+    def place(cls, img: ImageSpec, where: Placement, nodes: Mapping[str, Node],
               registries: Mapping[str, LayerRegistry], *, key_path: str,
               opts: pulumi.ResourceOptions) -> Runtime:
         """Build the entry and put it on every node that needs it (Pulumi components under opts)."""

@@ -23,11 +23,11 @@ class DockerRuntime(Runtime):
         self.ready = image.ready.union(sync.ready) if sync else image.ready
 
     @classmethod
-    def place(cls, img, spec, nodes, registries, *, key_path, opts):
+    def place(cls, img, where, nodes, registries, *, key_path, opts):
         built = ContainerImage(img.name, ContainerImageArgs(img, nodes[img.build_node]), opts)
         peers = [nodes[n] for n in img.nodes if n != img.build_node]
         registry = registries.get(img.build_node)
-        sync = ImageSync(f"{img.name}-sync", ImageSyncArgs(built, peers, spec.fabric, spec.state_dir, registry),
+        sync = ImageSync(f"{img.name}-sync", ImageSyncArgs(built, peers, where.fabric, where.state_dir, registry),
                          opts) if peers else None
         if sync and registry:
             registry.fill(built, after=sync.ready.all())

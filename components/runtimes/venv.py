@@ -18,9 +18,8 @@ class VenvRuntime(Runtime):
         self.python = venv.python
 
     @classmethod
-    def place(cls, img, spec, nodes, registries, *, key_path, opts):
-        deployments = [d for d in spec.deployments if d.image == img.name]
-        return cls(VenvEngine(img.name, VenvEngineArgs(img, [nodes[n] for n in img.nodes], deployments,
+    def place(cls, img, where, nodes, registries, *, key_path, opts):
+        return cls(VenvEngine(img.name, VenvEngineArgs(img, [nodes[n] for n in img.nodes], list(where.deployments),
                                                        key_path=key_path), opts))
 
     @staticmethod

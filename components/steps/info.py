@@ -13,8 +13,8 @@ from dataclasses import asdict, dataclass
 from typing import TYPE_CHECKING, Any, Mapping
 
 if TYPE_CHECKING:
-    from components.facts.observer import Observer
     from components.steps.rollback import Rollback
+    from components.steps.target import Observer
 
 STEPS_OUTPUT = "todo_steps"
 

@@ -42,9 +42,8 @@ from components.steps.info import StepInfo
 from components.steps.render import digest, render, slug
 from components.steps.rollback import Undo
 
-if TYPE_CHECKING:  # types only: the steps floor sits below the facts and the components
-    from components.facts import Expectation
-    from components.resources.node import Node
+if TYPE_CHECKING:  # the steps floor sits below the facts and the components: protocols stand between
+    from components.steps.target import Expectation, StepTarget
 
 DRIFT_VAR = "LC_BLACKWELL_DRIFT"
 DELETE_TIMEOUT_S = 1800
@@ -115,7 +114,7 @@ def drift_reason(environment: object) -> str:
     return str(value).rsplit(" (observed ", 1)[0] if value else ""
 
 
-def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | None = None,
+def run(name: str, node: StepTarget, *, step: StepInfo, create: str, delete: str | None = None,
         parent: pulumi.Resource, stdin: pulumi.Input[str] | None = None,
         depends_on: Sequence[pulumi.Resource] = (), sensitive: bool = False, timeout_s: int = 4 * 3600,
         triggers: Sequence[pulumi.Input] = (), expect: Expectation | None = None,
@@ -150,7 +149,7 @@ def run(name: str, node: Node, *, step: StepInfo, create: str, delete: str | Non
     return command
 
 
-def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir: str, copy_dest: str,
+def upload(name: str, node: StepTarget, *, step: StepInfo, local_dir: str, remote_dir: str, copy_dest: str,
            parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource] = (),
            expect: Expectation | None = None) -> command_local.Command:
     """Stream a directory of the operator's machine into remote_dir on the node with rsync over
@@ -179,7 +178,7 @@ def upload(name: str, node: Node, *, step: StepInfo, local_dir: str, remote_dir:
     return command
 
 
-def _rollback_hooks(node: Node, label: str, step: StepInfo, undo: Undo | None, unit: str | None):
+def _rollback_hooks(node: StepTarget, label: str, step: StepInfo, undo: Undo | None, unit: str | None):
     rollback = node.context.rollback
     if rollback is None:
         return None
@@ -190,7 +189,7 @@ def _rollback_hooks(node: Node, label: str, step: StepInfo, undo: Undo | None, u
                                  restore_sentence=restore, unit=unit)
 
 
-def step_options(node: Node, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource],
+def step_options(node: StepTarget, parent: pulumi.Resource, depends_on: Sequence[pulumi.Resource],
                  expect: Expectation | None, **more) -> pulumi.ResourceOptions:
     """Options every step shares: its parent and dependencies, and, when the nodes are observed,
     the transform that carries the observation of `expect`."""

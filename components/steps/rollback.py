@@ -29,6 +29,7 @@ from typing import Any, Callable, Literal, Mapping
 import pulumi
 from pulumi.resource_hooks import ErrorHook, ErrorHookArgs, ResourceHook, ResourceHookArgs, ResourceHookBinding
 
+from components import names
 from components.steps.failure import condense
 from components.steps.ssh import Connection, RemoteError, run_line
 
@@ -140,6 +141,11 @@ class Rollback:
             try:
                 self.run_line(self.connections[a.node], a.line, stdin=a.stdin, timeout_s=UNDO_TIMEOUT_S,
                               what=f"rollback: {a.sentence}")
+                if a.kind == "previous" and a.unit:
+                    # The state records the unit's new text, the node runs the previous one: the
+                    # mark makes the preview name it (components/facts/unit_state.py).
+                    self.run_line(self.connections[a.node], f"touch {shlex.quote(names.unit_put_back_mark(a.unit))}",
+                                  timeout_s=30, what=f"rollback: mark {a.unit} put back")
                 done.append(a.sentence)
                 pulumi.log.info(progress_line("done", a.node, a.sentence))
             except (RemoteError, OSError) as err:

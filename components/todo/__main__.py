@@ -13,6 +13,9 @@ import os
 import sys
 from pathlib import Path
 
+from components.backend import guard as team
+from components.backend.locks import clear_dead, pulumi_locks
+from components.backend.url import BackendError, backend_url, is_postgres
 from components.config import ConfigError, load_stack_file
 from components.config.load import PROJECT
 from components.steps import failure
@@ -87,6 +90,25 @@ class ErrorCollector:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    backend = backend_url()
+    if not (args.up and not args.events and is_postgres(backend)):
+        return run(args)
+    # A team backend: this run holds the stack from its preview to the end of its `up`, or stops
+    # here naming who does (components/backend/guard.py).
+    try:
+        guard = team.acquire(backend, PROJECT, args.stack)
+    except (team.StackBusy, BackendError) as err:
+        print(str(err), file=sys.stderr)
+        return 1
+    with guard:
+        for message in clear_dead(guard.conn, backend, PROJECT, args.stack, guard.previous):
+            print(f"note: {message}", file=sys.stderr)
+        return run(args, foreign_lock=bool(pulumi_locks(guard.conn, backend, PROJECT, args.stack)))
+
+
+def run(args: argparse.Namespace, *, foreign_lock: bool = False) -> int:
+    """One todo run; `foreign_lock`: a Pulumi lock of the stack that is not this run's (a team
+    backend) is present, so the state is not this run's to edit."""
     try:
         spec = load_spec(args.work_dir, args.stack)
     except ConfigError as err:
@@ -156,7 +178,7 @@ def main(argv: list[str] | None = None) -> int:
     print(flush=True)
     # What a killed run left unfinished: resumed by this `up`, said in one line, and out of the
     # state so that the engine does not advise a `pulumi refresh` that does not apply.
-    if not lock_files(os.environ.get("PULUMI_BACKEND_URL", ""), PROJECT, args.stack):
+    if not lock_files(os.environ.get("PULUMI_BACKEND_URL", ""), PROJECT, args.stack) and not foreign_lock:
         for message in resume_interrupted(args.stack, args.work_dir):
             print(f"note: {message}", file=sys.stderr, flush=True)
     live = LiveTodo(items, steps=steps, verbose=args.verbose)

@@ -30,18 +30,9 @@ from pathlib import Path
 from typing import Mapping
 from urllib.parse import urlparse
 
+from components.backend.locks import lock_holder_alive
 from components.steps.info import index
 from components.todo.plan import state_records
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def lock_files(backend_url: str, project: str, stack: str) -> list[Path]:
@@ -67,7 +58,7 @@ def clear_stale_locks(backend_url: str, project: str, stack: str, *, host: str |
                             f"it, clear it with: pulumi cancel --stack {stack} --yes")
             continue
         since = lock.get("timestamp", "?")
-        if lock.get("hostname") == host and pid > 0 and not _alive(pid):
+        if lock.get("hostname") == host and pid > 0 and not lock_holder_alive(pid):
             path.unlink(missing_ok=True)
             messages.append(f"cleared the lock of stack {stack} left by a run that no longer exists "
                             f"(pid {pid}, {owner}, since {since})")

@@ -1,5 +1,6 @@
 """python -m components.todo --status --stack STACK: each deployment's health (a real /health and
 /v1/models on its head), its last benchmark (the stack output `benchmark` the last `up` left)
+and its memory ledger (`memory_ledger`: the KV cache predicted beside the engine's own figure),
 and each node's GPU memory (nvidia-smi where present) and MemAvailable, from ONE read-only SSH
 probe per node (templates/scripts/status.sh.j2, run as the observer runs its probe:
 components/steps/ssh.py run_script, host key pinned, nodes in parallel, bounded). An offline stack
@@ -115,6 +116,23 @@ def benchmark_line(figures: Mapping | None) -> str:
         return "no benchmark yet"
 
 
+def ledger_line(entry: Mapping | None) -> str:
+    """The memory ledger's entry (stack output `memory_ledger`): predicted KV tokens beside the
+    engine's own, and what its container held after the health gate."""
+    predicted = (entry or {}).get("predicted") or {}
+    measured = (entry or {}).get("measured") or {}
+    if not predicted:
+        return "no prediction (the model's config was not read)"
+    line = f"KV cache predicted {predicted['kv_tokens']:,} tokens"
+    if measured.get("kv_tokens"):
+        line += f", the engine's own {measured['kv_tokens']:,} ({entry.get('kv_tokens_error_pct', 0):+.1f} %)"
+    else:
+        line += ", the engine's own not read yet"
+    if measured.get("memory_bytes"):
+        line += f"; it held {measured['memory_bytes'] / 2**30:.2f} GiB"
+    return line
+
+
 def benchmark_lines(outputs: Mapping) -> list[str]:
     """The todo summary's lines after an `up`: one per deployment the stack output `benchmark` has."""
     figures = outputs.get("benchmark") or {}
@@ -132,6 +150,7 @@ def render_status(stack: str, spec: StackSpec, outputs: Mapping, found: Mapping[
         lines.append("  offline: no node was contacted (health and memory unknown); the last benchmark is "
                      "the state's")
     bench = outputs.get("benchmark") or {}
+    ledger = outputs.get("memory_ledger") or {}
     for d in spec.deployments:
         head = d.nodes[0]
         if found is None:
@@ -147,6 +166,7 @@ def render_status(stack: str, spec: StackSpec, outputs: Mapping, found: Mapping[
                      f"/v1/models {'lists' if listed else 'does not list'} {d.served_name})"
         lines.append(f"  {d.name} ({d.engine} on {', '.join(d.nodes)}, port {d.port}): {health}")
         lines.append(f"      last benchmark: {benchmark_line(bench.get(d.name))}")
+        lines.append(f"      memory: {ledger_line(ledger.get(d.name))}")
     if found is not None:
         lines.append("Nodes")
         for name, st in found.items():

@@ -78,7 +78,7 @@ def _ordered(entries: dict[str, dict]) -> list[dict]:
     return out
 
 
-def converge(project: Path, stack: str, env: dict, rounds: int = 4) -> None:
+def converge(project: Path, stack: str, env: dict, rounds: int = 6) -> None:
     """Give `stack` (already initialised) the state a finished `up` would leave."""
     provider_ids: dict[str, str] = {}
     for _ in range(rounds):

@@ -13,11 +13,13 @@ import signal
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
 from components.operator import reaper
 from tests.engine.conftest import engine_env, pulumi
+from tests.wait import wait_for_rounds
 
 # The project's program replaced by one slow step; it starts the watcher as __main__.py does.
 PROGRAM = """
@@ -26,6 +28,19 @@ from components.operator import reaper
 reaper.start()
 command.local.Command("slow", create="sleep 240")
 """
+
+
+def watchers(processes) -> list[int]:
+    """The run's watchers (python -m components.operator.reaper) among `processes` (those gone since
+    are none of them)."""
+    found = []
+    for pid in processes:
+        try:
+            if b"components.operator.reaper" in Path(f"/proc/{pid}/cmdline").read_bytes():
+                found.append(pid)
+        except OSError:
+            pass
+    return found
 
 
 def test_nothing_of_a_killed_up_outlives_it(project):
@@ -43,9 +58,9 @@ def test_nothing_of_a_killed_up_outlives_it(project):
             time.sleep(0.5)
         assert "sleep" in names, names
         assert {"pulumi-language", "pulumi-resource"} <= names, names  # comm: 15 characters
-        watchers = [p for p in below if b"components.operator.reaper" in open(f"/proc/{p}/cmdline", "rb").read()]
-        assert len(watchers) == 1
-        left = {p: s for p, s in below.items() if p not in watchers}
+        found = watchers(below)
+        assert len(found) == 1, found
+        left = {p: s for p, s in below.items() if p not in found}
         cli.send_signal(signal.SIGKILL)
         cli.wait()
         still = reaper.survivors(left, within_s=20)
@@ -80,7 +95,10 @@ def kill_while_running(project, stack: str, started) -> None:
             assert cli.poll() is None, f"the up ended (exit {cli.returncode}) before its step started"
             time.sleep(0.5)
         assert started.exists(), "the step did not start"
-        time.sleep(2 * reaper.POLL_S + 0.5)   # the run's watcher has noted the step's processes
+        found = watchers(reaper.descendants(cli.pid, exclude=-1))
+        assert len(found) == 1, found
+        # The run's watcher has noted the step's processes: a whole look of it since they started.
+        wait_for_rounds(found[0], 1, 30, "the run's watcher looking at the running step")
         below = reaper.descendants(cli.pid, exclude=-1)
         cli.send_signal(signal.SIGKILL)
         cli.wait()

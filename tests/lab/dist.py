@@ -19,7 +19,9 @@ from components.steps.render import render
 from tests.lab import topology as lab
 
 STATE_DIR = "/var/lib/blackwell-serving"
-FABRIC_NETDEV = "eth1"
+# The copies go to the lab nodes' fabric addresses (the bench's lab-3 and lab-4 too, in no stack):
+# the lab's own fabric interface carries them.
+FABRIC_NETDEV = lab.FABRIC_IFACE
 # The layer registry as the lab runs it: the registry image prepare.sh regimage pushed to the lab
 # registry (the nodes reach no Docker Hub), on the default port and storage.
 LAYER_REGISTRY = LayerRegistry(image="198.18.0.1:5000/lab/registry:2.8")

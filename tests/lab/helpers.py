@@ -1,5 +1,8 @@
 """What the lab tests do on the nodes and with the engine: a command over SSH, a unit's
-property, our containers, and `pulumi` on the operator's `lab` stack."""
+property, our containers, and `pulumi` on the operator's `lab` stack. What the tests look for on
+the nodes (units, containers, images, caches, the fabric netdev) comes from the lab stack file
+through the program's own names (components/names.py), never written out by hand: a stack change
+cannot leave a test checking an old shape, nor a misspelled name pass a check of absence."""
 
 from __future__ import annotations
 
@@ -8,16 +11,63 @@ import os
 import subprocess
 import sys
 import time
+import warnings
 from pathlib import Path
 
 import pytest
 import yaml
 
+from bench.expectations import node_expectations
+from components import names
+from components.config.load import load_stack_file
+from components.config.schema import DeploymentSpec, ImageSpec, ModelSpec
+from components.resources.model import cache_paths
 from tests.lab import topology as lab
 
 REPO = lab.REPO_ROOT
 STACK = "lab"
 LAB_CONFIG = REPO / "stacks" / "Pulumi.lab.yaml"
+# The lab stack as the program reads it, and what it puts on each of its nodes (bench/expectations.py:
+# through config/crosscheck.generated_names, the list the config checks clashes on).
+SPEC = load_stack_file(LAB_CONFIG)
+EXPECT = node_expectations(SPEC)
+
+
+def _named(entries, name: str, what: str):
+    """The lab stack's one entry named `name`: a name the stack does not have fails here, loudly."""
+    found = [e for e in entries if e.name == name]
+    assert len(found) == 1, f"{LAB_CONFIG}: no single {what} named {name!r}"
+    return found[0]
+
+
+def deployment(name: str) -> DeploymentSpec:
+    return _named(SPEC.deployments, name, "deployment")
+
+
+def image_of(d: DeploymentSpec) -> ImageSpec:
+    return _named(SPEC.images, d.image, "image")
+
+
+def model_of(d: DeploymentSpec) -> ModelSpec:
+    return _named(SPEC.models, d.model, "model")
+
+
+def stack_name(node: lab.Node) -> str:
+    """The stack's name of a lab node (lab-1 for bws-lab-1), by its management address (the stack's `host`)."""
+    [name] = [n.name for n in SPEC.nodes if str(n.host) == node.mgmt_ip]
+    return name
+
+
+def our_units(node: lab.Node) -> list[str]:
+    """Our units on a lab node: the services, and the timers of the oneshot checks (watchdogs, rank
+    watches), whose services are inactive between runs."""
+    return EXPECT[stack_name(node)].active_units
+
+
+def watchdog_state(deployment_name: str, what: str) -> str:
+    """A file of the watchdog's state on the node (templates/scripts/watchdog.sh.j2): `answered`
+    (the start that answered), `skipped` (the stop it was told about)."""
+    return f"{names.WATCHDOG_RUN_DIR}/{deployment_name}.{what}"
 
 
 def sh(node: lab.Node, command: str, check: bool = True) -> str:
@@ -57,7 +107,7 @@ def project_with_a_module_moved(tmp_path):
             shutil.copy2(src, copy / name)
     resources = copy / "components" / "resources"
     (resources / "services.py").rename(resources / "foreign_units.py")
-    stack_py = resources / "stack.py"
+    stack_py = copy / "components" / "serving" / "stack.py"   # the composition root imports it
     stack_py.write_text(stack_py.read_text().replace("from components.resources.services import",
                                                      "from components.resources.foreign_units import"))
     (copy / ".venv").symlink_to(REPO / ".venv")
@@ -75,7 +125,7 @@ def api_key() -> str:
 
 
 # Where the lab stack's model is cached on each node.
-LAB_MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
+LAB_MODEL_DIR = cache_paths(model_of(deployment("tiny")))[0]
 
 
 def completion(served: str = "tiny-llama", port: int = 8000) -> dict:
@@ -89,38 +139,79 @@ def completion(served: str = "tiny-llama", port: int = 8000) -> dict:
     return json.loads(out)
 
 
-def wait_until(check, timeout_s: float, what: str) -> float:
-    """Seconds until check() held; fails after timeout_s."""
-    start = time.monotonic()
-    while not check():
-        if time.monotonic() - start > timeout_s:
-            raise AssertionError(f"{what}: not within {timeout_s} s")
-        time.sleep(2)
-    return time.monotonic() - start
-
-
 def unit_prop(node, unit, prop) -> str:
     return sh(node, f"systemctl show -p {prop} --value {unit}")
 
 
+def node_now(node: lab.Node) -> str:
+    """The node's clock, in seconds since the epoch: taken before a fault, the start of what
+    journal_since reads."""
+    return sh(node, "date +%s")
+
+
+def journal_since(node: lab.Node, unit: str, since: str) -> str:
+    """What `unit` wrote to the node's journal from `since` (node_now before the fault) on: this
+    run's lines, not those an earlier test left (the lab's journals outlive every test)."""
+    return sh(node, f"journalctl -u {unit} --since @{since} --no-pager -o cat")
+
+
 def container_ids(node) -> str:
-    return sh(node, "docker ps -q --no-trunc --filter name=bws- | sort")
+    """Our containers on the node, in any state (`-a`: one that exited is still left); sorted here,
+    as `| sort` on the node would hide a failed `docker ps`."""
+    return "\n".join(sorted(sh(node, f"docker ps -aq --no-trunc --filter name={names.PREFIX}").split()))
+
+
+def ours_left(node: lab.Node) -> dict[str, list[str]]:
+    """Every unit file and container (in any state) under our prefix on the node: both empty once
+    the nodes are given back. A list of what is there, so that no name spelled wrong can pass it
+    (as a LoadState of `not-found` would)."""
+    command = f"systemctl list-unit-files --no-legend --no-pager '{names.PREFIX}*'"
+    run = subprocess.run(node.ssh_argv(command), capture_output=True, text=True, timeout=120)
+    # systemctl exits 1 when no unit file matches (and prints nothing); any other failure is one.
+    if run.returncode not in (0, 1) or (run.returncode == 1 and (run.stdout.strip() or run.stderr.strip())):
+        raise AssertionError(f"{node.name}: {command!r} exited {run.returncode}: {run.stderr}")
+    containers = sh(node, f"docker ps -a --filter name={names.PREFIX} --format '{{{{.Names}}}}'")
+    return {"unit files": [line.split()[0] for line in run.stdout.splitlines() if line.strip()],
+            "containers": sorted(containers.split())}
 
 
 def changes(preview: dict) -> list[tuple[str, str]]:
     return [(s["op"], s["urn"].split("::")[-1]) for s in preview.get("steps", []) if s["op"] != "same"]
 
 
-def node_state(node: lab.Node) -> str:
-    run = subprocess.run(node.ssh_argv("systemctl is-system-running || true"), capture_output=True,
-                         text=True, timeout=30)
-    return run.stdout.strip() if run.returncode == 0 else "unreachable"
+def node_state(node: lab.Node, attempts: int = 3) -> str:
+    """systemd's state on the node, or "unreachable: <ssh's last words>" after `attempts` tries
+    2 s apart (one refused connection on a loaded machine is not a lab that is down)."""
+    for attempt in range(attempts):
+        run = subprocess.run(node.ssh_argv("systemctl is-system-running || true"), capture_output=True,
+                             text=True, timeout=30)
+        if run.returncode == 0:
+            return run.stdout.strip()
+        if attempt + 1 < attempts:
+            time.sleep(2)
+    return "unreachable: " + (run.stderr.strip().splitlines() or ["(ssh said nothing)"])[-1]
+
+
+def check_lab() -> tuple[bool, str]:
+    """`tests/lab/lab check`: every node answers SSH; one that does not is shown from the host
+    (its container's life, port 22's listener, sshd's log, the kernel's OOM lines) and brought
+    back. (whether all answer now, what it said)."""
+    done = subprocess.run([str(lab.LAB_DIR / "lab"), "check"], capture_output=True, text=True, timeout=900)
+    return done.returncode == 0, (done.stdout + done.stderr).strip()
 
 
 def require_lab(*nodes: lab.Node) -> None:
     """Fail, naming the fix, when the lab is not up: a lab test never passes by skipping
-    (`bash scripts/test.sh` starts the lab before it runs them)."""
+    (`bash scripts/test.sh` starts the lab before it runs them). A node that does not answer SSH
+    is shown and brought back by `tests/lab/lab check`: the test goes on with a warning in pytest's
+    summary that keeps what the host saw; when it cannot be brought back, the test fails with it."""
     states = {n.name: node_state(n) for n in nodes}
+    if any(s.startswith("unreachable") for s in states.values()):
+        back, said = check_lab()
+        if not back:
+            pytest.fail(f"the lab's nodes do not answer SSH ({states}); fix: tests/lab/lab up\n{said}")
+        warnings.warn(f"the lab's nodes did not answer SSH ({states}) and were brought back:\n{said}")
+        states = {n.name: node_state(n) for n in nodes}
     if any(s not in ("running", "degraded") for s in states.values()):
         pytest.fail(f"the lab is not up ({states}); fix: tests/lab/lab up "
                     f"(bash scripts/test.sh starts it before the tests)")
@@ -157,15 +248,15 @@ def destroy_lab_stack() -> None:
 
 
 class Stack:
-    """The lab stack's config (its first deployment, lab_config_one_engine) under another name, in
-    a project copy with its own backend."""
+    """The lab stack's config (its first deployment, lab_config_one_engine, unless `config` is
+    given) under another name, in a project copy with its own backend."""
 
-    def __init__(self, tmp_path: Path, name: str, change) -> None:
+    def __init__(self, tmp_path: Path, name: str, change, config: dict | None = None) -> None:
         from tests.engine.conftest import copy_project
         self.project = copy_project(tmp_path)
         self.name = name
         self.env = {**lab.pulumi_env(), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'backend'}"}
-        self.config = lab_config_one_engine()
+        self.config = lab_config_one_engine() if config is None else config
         self.change(change)
         init = self.run("stack", "init", name)
         assert init.returncode == 0, init.stderr
@@ -200,6 +291,25 @@ def nodes_as_found() -> dict:
     return {"glm": (sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true"),
                     sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true")),
             "embeddings_pid": unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID"),
-            "our_units": {n.name: sh(n, "systemctl list-units --all --plain --no-legend 'bws-*' | wc -l")
+            "our_units": {n.name: sh(n, f"systemctl list-units --all --plain --no-legend '{names.PREFIX}*' | wc -l")
                           for n in (NODE1, NODE2)},
             "our_containers": {n.name: container_ids(n) for n in (NODE1, NODE2)}}
+
+
+def todo_list() -> list[dict]:
+    """The todo command's list for the lab, as the operator runs it (`--format json-full`: the
+    items with their node and reason), from one observation of the nodes; its items in the seeds'
+    shape (the keys todo.schema.json allows) are checked against that schema. One run, not one per
+    format: two runs observe the nodes twice, and a node in the middle of a restart (a rank whose
+    head was stopped) may show differently to each (found in a cold run: their lists differed).
+    That the `json` format is this projection is tests/unit/todo's to check."""
+    import jsonschema
+
+    done = subprocess.run([sys.executable, "-m", "components.todo", "--stack", STACK, "--format", "json-full"],
+                          cwd=REPO, capture_output=True, text=True, timeout=600, env=lab.pulumi_env())
+    assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
+    full = json.loads(done.stdout)
+    schema = json.loads((REPO / "components" / "todo" / "todo.schema.json").read_text())
+    keys = set(schema["items"]["properties"])
+    jsonschema.validate([{k: v for k, v in item.items() if k in keys} for item in full], schema)
+    return full

@@ -9,7 +9,9 @@ set -a
 # shellcheck source=lab.env
 . "$LAB_DIR/lab.env"
 set +a
-export LAB_CACHE="${BLACKWELL_CACHE:-/var/cache/blackwell-serving}/lab"
+# shellcheck source=../../scripts/cache.sh
+. "$REPO_ROOT/scripts/cache.sh"
+export LAB_CACHE="$BLACKWELL_CACHE/lab"
 # shellcheck disable=SC2034  # used by the scripts that source this file
 STATE="$REPO_ROOT/$LAB_STATE_DIR"
 

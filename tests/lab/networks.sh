@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Create (up) or remove (down) the lab's two Docker bridges: management and fabric.
+# Create (up) or remove (down) the lab's two Docker bridges: management and fabric; prune: take
+# off them every port that is no running container's (see prune_ghosts).
 # The fabric is --internal, like a cable between two machines: no way out, no default route
 # (so a node's default route stays on mgmt), and a jumbo MTU as on the real RoCE links.
 . "$(dirname "$0")/lib.sh"
@@ -21,15 +22,47 @@ ensure_net() {  # ensure_net <name> <subnet> <gateway> <internal:true|false> [mt
     --opt "com.docker.network.bridge.name=$name" --label bws.lab=1 "$name" >/dev/null
 }
 
+# A Docker daemon that died (a machine's session ended, a kill) leaves its containers' network
+# namespaces mounted under /run/docker/netns and their veths on the bridges, which outlive it: the
+# next daemon takes the same bridges by name. Such a ghost holds a node's address and MAC (Docker
+# derives the MAC from the address) without its sshd, so the bridge sends the node's traffic to
+# whichever of the two spoke last, and SSH to the node is refused or reset at random moments.
+# A port of a lab bridge that is no interface of a running container attached to it is such a
+# ghost: its veth is deleted (the namespace loses the address). Prints one line per ghost.
+known_ports() {  # known_ports <network>: host-side ifindexes of its running containers' interfaces
+  local c pid
+  for c in $(docker network inspect -f '{{range .Containers}}{{.Name}} {{end}}' "$1" 2>/dev/null); do
+    pid=$(docker inspect -f '{{.State.Pid}}' "$c" 2>/dev/null || echo 0)
+    [[ $pid != 0 ]] || continue
+    nsenter -t "$pid" -n ip -o link | sed -n 's/^[0-9]*: [^@:]*@if\([0-9]*\):.*/\1/p'
+  done
+}
+
+prune_ghosts() {
+  local net known idx port
+  for net in "$LAB_MGMT_NET" "$LAB_FABRIC_NET"; do
+    ip link show "$net" >/dev/null 2>&1 || continue
+    known=" $(known_ports "$net" | tr '\n' ' ') "
+    while read -r idx port; do
+      [[ -n $idx && $known != *" $idx "* ]] || continue
+      log "network: $net: port $port (ifindex $idx) is no running container's: a dead daemon's ghost; deleting it"
+      ip link delete "$port" 2>/dev/null || true
+    done < <(ip -o link show master "$net" | sed -n 's/^\([0-9]*\): \([^@:]*\).*/\1 \2/p')
+  done
+}
+
 case ${1:-up} in
   up)
     ensure_net "$LAB_MGMT_NET" "$LAB_MGMT_SUBNET" "$LAB_MGMT_GATEWAY" false
-    ensure_net "$LAB_FABRIC_NET" "$LAB_FABRIC_SUBNET" "$LAB_FABRIC_GATEWAY" true "$LAB_FABRIC_MTU" ;;
+    ensure_net "$LAB_FABRIC_NET" "$LAB_FABRIC_SUBNET" "$LAB_FABRIC_GATEWAY" true "$LAB_FABRIC_MTU"
+    prune_ghosts ;;
+  prune)
+    prune_ghosts ;;
   down)
     for n in "$LAB_MGMT_NET" "$LAB_FABRIC_NET"; do
       if docker network inspect "$n" >/dev/null 2>&1; then
         log "network: removing $n"; docker network rm "$n" >/dev/null
       fi
     done ;;
-  *) die "usage: networks.sh up|down" ;;
+  *) die "usage: networks.sh up|prune|down" ;;
 esac

@@ -4,6 +4,9 @@
 #                         per-node files changed; remove nodes above N), then wait for them
 #   nodes.sh down         remove every lab node and its /var/lib/docker volume
 #   nodes.sh status       one line per node
+#   nodes.sh check N      every node 1..N answers SSH; one that does not is shown from the host
+#                         (diagnose), then brought back (its sshd restarted, or the container
+#                         started) with a WARNING; fails when it still does not answer
 . "$(dirname "$0")/lib.sh"
 
 # Per-node files, copied into the container before its first start. Prints the tarball path.
@@ -119,6 +122,78 @@ wait_node() {  # systemd up, fabric on eth1, sshd answering, nested docker worki
   [[ $out == *"$(node_fabric_ip "$i")/"* ]] || die "$name: $LAB_FABRIC_IFACE does not hold $(node_fabric_ip "$i"): $out"
 }
 
+ssh_answers() {  # ssh_answers <i>: 3 tries 2 s apart (one refused dial on a busy machine is not a down node)
+  local try
+  for try in 1 2 3; do
+    if lab_ssh "$1" true 2>/dev/null; then return 0; fi
+    ((try == 3)) || sleep 2
+  done
+  return 1
+}
+
+# What the host sees of a node that does not answer SSH, without SSH: the container's state and
+# its recent life (Docker's events), who listens on port 22 in its network namespace, sshd's unit
+# and log, and the kernel's word on killed processes. For whoever reads a failed run's log.
+diagnose() {  # diagnose <i>
+  local i=$1 name cmd
+  name=$(node_name "$i")
+  log "node: $name does not answer SSH ($(lab_ssh "$i" true 2>&1 | tail -n 1)); what the host sees:"
+  {
+    docker inspect -f 'container {{.State.Status}} since {{.State.StartedAt}} (restarts {{.RestartCount}}, OOM-killed {{.State.OOMKilled}}, pid {{.State.Pid}})' "$name" 2>&1 || true
+    echo "its events in the last hour:"
+    docker events --since 1h --until 0s --filter "container=$name" \
+      --format '  {{.Time}} {{.Action}} {{index .Actor.Attributes "exitCode"}}' 2>&1 | tail -n 20 || true
+    for cmd in "ss -Hltnp sport = :22" "ip -4 -o addr" "systemctl is-active ssh.service" "pgrep -a sshd" \
+      "ls -ld /run/sshd" "journalctl -u ssh.service -n 15 --no-pager -o short-iso" \
+      "journalctl -p warning -n 15 --no-pager -o short-iso" "free -m" "df -h / /run"; do
+      echo "$ $cmd"
+      # shellcheck disable=SC2086  # each line is a command and its words
+      timeout 30 docker exec "$name" $cmd 2>&1 | sed 's/^/  /' || true
+    done
+    echo "the ports of $LAB_MGMT_NET (the node's MAC, $(docker inspect -f "{{(index .NetworkSettings.Networks \"$LAB_MGMT_NET\").MacAddress}}" "$name" 2>/dev/null), is learnt on the port named):"
+    ip -o link show master "$LAB_MGMT_NET" 2>&1 | awk '{print "  " $1 " " $2}' || true
+    bridge fdb show br "$LAB_MGMT_NET" 2>/dev/null | grep -v permanent | sed 's/^/  /' || true
+    echo "the kernel's last words on killed processes and the lab's bridge ports:"
+    dmesg 2>/dev/null | grep -iE "out of memory|killed process|oom-kill|segfault|$LAB_MGMT_NET|veth" | tail -n 12 |
+      sed 's/^/  /' || true
+  } >&2
+}
+
+check() {  # check <n>
+  local n=$1 i name bad=0
+  "$LAB_DIR/networks.sh" prune   # a dead daemon's ghost holding a node's address: gone first
+  for ((i = 1; i <= n; i++)); do
+    ssh_answers "$i" && continue
+    diagnose "$i"
+    name=$(node_name "$i")
+    if [[ $(docker inspect -f '{{.State.Status}}' "$name" 2>/dev/null) == running ]]; then
+      log "WARNING: $name: restarting its sshd (the node itself is up)"
+      docker exec "$name" systemctl reset-failed ssh.service >/dev/null 2>&1 || true
+      docker exec "$name" systemctl restart ssh.service || true
+    elif docker inspect "$name" >/dev/null 2>&1; then
+      log "WARNING: $name: its container is not running: starting it"
+      start_node "$i"
+    else
+      log "ERROR: $name: no such container; fix: tests/lab/lab up"
+      bad=1
+      continue
+    fi
+    if ! ssh_answers "$i"; then
+      # Not sshd alone: the node restarts as a machine reboots (its disk kept, /run anew).
+      log "WARNING: $name still does not answer: restarting the node"
+      docker stop "$name" >/dev/null || true
+      start_node "$i"
+    fi
+    if (wait_node "$i"); then   # (its wait ends on an SSH command that answered)
+      log "WARNING: $name answers SSH again (the lines above say what it was)"
+    else
+      log "ERROR: $name still does not answer SSH"
+      bad=1
+    fi
+  done
+  return "$bad"
+}
+
 lab_nodes() {  # names of all lab node containers
   docker ps -a --filter label=bws.lab.node --format '{{.Names}}' | LC_ALL=C sort
 }
@@ -133,6 +208,8 @@ case ${1:-} in
     done
     for ((i = 1; i <= n; i++)); do ensure_node "$i" "$image"; done
     for ((i = 1; i <= n; i++)); do wait_node "$i"; done ;;
+  check)
+    check "${2:?nodes}" ;;
   down)
     for name in $(lab_nodes); do remove_node "$name"; done
     for vol in $(docker volume ls -q --filter label=bws.lab=1); do
@@ -150,5 +227,5 @@ case ${1:-} in
         "$(node_mgmt_ip "$i")" "$(node_fabric_ip "$i")"
     done
     [[ -n $found ]] || echo "no lab nodes" ;;
-  *) die "usage: nodes.sh up N IMAGE | down | status" ;;
+  *) die "usage: nodes.sh up N IMAGE | check N | down | status" ;;
 esac

@@ -2,7 +2,8 @@
 output `benchmark` carries the tiny deployment's figures (all > 0), a second preview does not run
 the benchmark again, every target of the scrape config (the stack output `metrics` and the file
 `.state/metrics/lab.json` the up wrote) answers /metrics on its node, and the status view reads
-health, the benchmark and each node's memory. Needs `tests/lab/lab up`; runs the operator's `lab`
+health, the benchmark and each node's memory, and the memory ledger holds each engine's KV figure to
+the prediction. Needs `tests/lab/lab up`; runs the operator's `lab`
 stack (.state/backend) and converges it first (a no-op when it already is)."""
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from tests.lab import topology as lab
 from tests.lab.helpers import api_key, changes, pulumi, require_lab, sh
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
@@ -87,3 +89,15 @@ def test_the_status_view_reads_health_benchmark_and_memory(outputs):
     assert "tok/s decode" in out and "no benchmark yet" not in out, out
     for name in NODES:
         assert f"  {name}: " in out and "MemAvailable" in out, out
+
+
+@pytest.mark.parametrize("deployment", ["tiny", "tiny-b", "tiny-gguf"])
+def test_the_memory_ledger_holds_each_engine_s_own_kv_figure_to_the_prediction(outputs, deployment):
+    """The ledger (docs/memory-ledger.md): the KV tokens the fit predicts are within 10 % of what
+    the engine itself reports after its health gate (vLLM's CPU build: its KV cache size line;
+    llama.cpp: its KV cells), and its container holds memory. A wider gap is a formula to fix."""
+    entry = outputs["memory_ledger"][deployment]
+    print(f"lab ledger {deployment}: {json.dumps(entry, sort_keys=True)}")
+    assert entry["predicted"] and entry["measured"]["kv_tokens"], entry
+    assert entry["measured"]["memory_bytes"] and entry["measured"]["memory_bytes"] > 0, entry
+    assert abs(entry["kv_tokens_error_pct"]) <= 10, entry

@@ -6,26 +6,32 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 import time
 import urllib.request
 
 import pytest
+import yaml
 
+from components import names
+from components.resources.image import image_tag
 from tests.lab import topology as lab
-from tests.lab.helpers import (api_key, changes, container_ids, project_with_a_module_moved, pulumi, require_lab, sh,
-                               unit_prop, wait_until)
+from tests.lab.outcome import failed
+from tests.lab.helpers import (EXPECT, LAB_CONFIG, LAB_MODEL_DIR, SPEC, Stack, api_key, changes, container_ids,
+                               converge_lab_stack, deployment, image_of, journal_since, node_now, our_units, ours_left,
+                               project_with_a_module_moved, pulumi, require_lab, sh, stack_name, todo_list, unit_prop,
+                               watchdog_state)
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "gives-back"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 REPO = lab.REPO_ROOT
 NODE1, NODE2 = lab.nodes(2)
 STACK = "lab"
-UNITS = {NODE1: ["bws-tiny.service", "bws-tiny-watchdog.timer", "bws-tiny-b-ray-worker.service",
-                 "bws-tiny-gguf.service", "bws-tiny-gguf-watchdog.timer"],
-         NODE2: ["bws-tiny.service", "bws-tiny-rank1-watch.timer", "bws-tiny-b-ray-head.service", "bws-tiny-b.service"]}
-MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
-GGUF_MODEL_DIR = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama-gguf--lab-v1"
+# Every name below comes from the stack file through the program's names (tests/lab/helpers.py).
+UNITS = {n: our_units(n) for n in (NODE1, NODE2)}
+TINY, TINY_B, GGUF = deployment("tiny"), deployment("tiny-b"), deployment("tiny-gguf")
+ENGINE, CONTAINER = names.engine_unit(TINY.name), names.engine_container(TINY.name)
 
 
 @pytest.fixture(scope="module")
@@ -35,22 +41,34 @@ def lab_ready():
     select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
                             cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
     assert select.returncode == 0, select.stderr
-    # A clean start: whatever an earlier run left is given back first.
-    down = pulumi("destroy", "--yes", "--skip-preview")
-    assert down.returncode == 0, down.stdout[-3000:] + down.stderr[-3000:]
     return key
 
 
 @pytest.fixture(scope="module")
-def converged(lab_ready):
-    before = {"glm": sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true"),
-              "embeddings_pid": unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID")}
-    preview = pulumi("preview", "--json")
+def converged(lab_ready, tmp_path_factory):
+    """The operator's `lab` stack converged: the main job leaves it so (then this `up` is a no-op),
+    and the lab tests share it (tests/lab/conftest.py); this module's last test destroys it. The
+    first preview an operator sees is taken from a backend of its own, with nothing in its state."""
+    before = {"embeddings_pid": unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID")}
+    first = Stack(tmp_path_factory.mktemp("first-preview"), "lab-first-preview", lambda c: None,
+                  config=yaml.safe_load(LAB_CONFIG.read_text())["config"])
+    preview = first.run("preview", "--json")
     assert preview.returncode == 0, preview.stderr[-3000:]
     pending = changes(json.loads(preview.stdout))
     up = pulumi("up", "--yes", "--skip-preview")
     assert up.returncode == 0, up.stdout[-6000:] + up.stderr[-3000:]
     return {"before": before, "pending": pending, "api_key": lab_ready}
+
+
+@pytest.fixture(autouse=True)
+def converged_again_after_a_failure(request):
+    """Most tests here break the lab and end with the `up` that repairs it: one that fails before
+    that `up` would hand its break to every test after it, which would then fail on it instead of
+    on what they test. So after a failed test the lab stack is converged again (the destroy test,
+    which ends the module, excepted)."""
+    yield
+    if failed(request.node) and request.node.get_closest_marker("ends_the_lab") is None:
+        converge_lab_stack()
 
 
 def test_preview_before_up_lists_every_step(converged):
@@ -64,18 +82,20 @@ def test_preview_before_up_lists_every_step(converged):
 
 
 def test_glm_retired_and_embeddings_untouched(converged):
-    assert converged["before"]["glm"] == "active"
+    # What glm was before the retire, as the retire recorded it (destroy gives that back).
+    assert "active=active" in sh(NODE1, f"cat /var/lib/blackwell-serving/retired/{lab.GLM_UNIT}.state")
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "inactive"
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "disabled"
     assert unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID") == converged["before"]["embeddings_pid"]
 
 
 def test_derived_image_built_on_node1_and_same_id_on_node2(converged):
-    tag = sh(NODE1, "docker images --format '{{.Repository}}:{{.Tag}}' blackwell-serving/vllm-lab")
-    assert tag.startswith("blackwell-serving/vllm-lab:")
+    image = image_of(TINY)
+    tag = image_tag(image)
+    assert sh(NODE1, f"docker images -q {tag}"), f"no {tag} on {NODE1.name}"
     probe = "-c 'import transformers; print(transformers.__version__)'"
     version = sh(NODE1, f"docker run --rm --entrypoint python3 {tag} {probe}")
-    base_version = sh(NODE1, f"docker run --rm --entrypoint python3 {lab.REGISTRY}/lab/vllm-cpu:0.32.0 {probe}")
+    base_version = sh(NODE1, f"docker run --rm --entrypoint python3 {image.base} {probe}")
     numbers = lambda v: tuple(int(p) for p in v.split(".")[:3])
     # A real upgrade layer: newer than the base's own transformers, and >= 5 as the stack asks.
     assert numbers(version) > numbers(base_version), (version, base_version)
@@ -87,13 +107,13 @@ def test_derived_image_built_on_node1_and_same_id_on_node2(converged):
 
 def test_model_cached_and_verified_on_both_nodes(converged):
     for node in (NODE1, NODE2):
-        sh(node, f"cd {MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
-        assert "config.json" in sh(node, f"ls {MODEL_DIR}")
+        sh(node, f"cd {LAB_MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
+        assert "config.json" in sh(node, f"ls {LAB_MODEL_DIR}")
 
 
 def fabric_links(node, peer) -> int:
     """Established TCP connections of the engine's container on `node` to `peer`'s fabric address."""
-    pid = sh(node, "docker inspect -f '{{.State.Pid}}' bws-tiny")
+    pid = sh(node, f"docker inspect -f '{{{{.State.Pid}}}}' {CONTAINER}")
     hex_ip = "".join(f"{int(o):02X}" for o in reversed(peer.fabric_ip.split(".")))
     return int(sh(node, f"awk '$4 == \"01\" && substr($3, 1, 8) == \"{hex_ip}\"' /proc/{pid}/net/tcp | wc -l"))
 
@@ -101,14 +121,14 @@ def fabric_links(node, peer) -> int:
 def test_one_engine_has_a_rank_on_each_node_joined_over_the_fabric(converged):
     """lab-2's rank is a headless `vllm serve` (no API) holding its half of the weights, connected
     to lab-1's rank over the fabric addresses, not the management ones."""
-    log = sh(NODE2, "docker logs bws-tiny 2>&1")
+    log = sh(NODE2, f"docker logs {CONTAINER} 2>&1")
     assert "headless multiproc executor" in log and "TP rank 1" in log, log[-3000:]
     assert f"distributed_init_method=tcp://{NODE1.fabric_ip}:20000" in log
-    assert "TP rank 0" in sh(NODE1, "docker logs bws-tiny 2>&1")
+    assert "TP rank 0" in sh(NODE1, f"docker logs {CONTAINER} 2>&1")
     # Each rank loads its own shard of the weights (vLLM's loader, in the rank's worker process).
     assert "(Worker_TP1" in log and "Loading weights took" in log, log[-3000:]
     assert fabric_links(NODE2, NODE1) > 0
-    assert "--headless" in sh(NODE2, "docker inspect -f '{{.Args}}' bws-tiny")
+    assert "--headless" in sh(NODE2, f"docker inspect -f '{{{{.Args}}}}' {CONTAINER}")
     # No API on lab-2's rank.
     assert sh(NODE2, "curl -s -o /dev/null -w '%{http_code}' http://127.0.0.1:8000/health || true") == "000"
 
@@ -117,7 +137,8 @@ def test_ray_cluster_spans_both_nodes_on_the_fabric(converged):
     """tiny-b's Ray cluster: head on lab-2, worker on lab-1, both joined on their fabric addresses."""
     probe = ("import ray; ray.init(address='auto', logging_level='ERROR'); "
              "print(sorted(n['NodeManagerAddress'] for n in ray.nodes() if n['Alive']))")
-    out = sh(NODE2, f"docker exec bws-tiny-b-ray-head python3 -c \"{probe}\"")
+    head = names.ray_container(names.ray_cluster(TINY_B.name), "head")
+    out = sh(NODE2, f"docker exec {head} python3 -c \"{probe}\"")
     assert out.splitlines()[-1] == str(sorted([NODE1.fabric_ip, NODE2.fabric_ip]))
 
 
@@ -166,7 +187,7 @@ def net_bytes(node) -> dict[str, int]:
 def test_the_ranks_talk_over_the_fabric_not_the_management_network(converged):
     """During a completion of 64 tokens, lab-2 (whose rank has no API: all its traffic is the
     ranks') moves its bytes on the fabric netdev; the management one carries our SSH only."""
-    fabric = "eth1"  # fabric.netdev of the lab stack
+    fabric = SPEC.fabric.netdev
     before = net_bytes(NODE2)
     request = urllib.request.Request(
         f"http://{NODE1.mgmt_ip}:8000/v1/completions",
@@ -195,25 +216,6 @@ def test_second_up_changes_nothing(converged):
     assert {n.name: container_ids(n) for n in (NODE1, NODE2)} == containers
 
 
-def todo_list() -> list[dict]:
-    """The todo command's list for the lab, as the operator runs it: the seeds' JSON shape is
-    checked against its schema, and the full items (node, reason) are returned."""
-    import jsonschema
-
-    def run(fmt: str):
-        done = subprocess.run([sys.executable, "-m", "components.todo", "--stack", STACK, "--format", fmt],
-                              cwd=REPO, capture_output=True, text=True, timeout=600, env=lab.pulumi_env())
-        assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
-        return json.loads(done.stdout)
-
-    schema = json.loads((REPO / "components" / "todo" / "todo.schema.json").read_text())
-    seeds = run("json")
-    jsonschema.validate(seeds, schema)
-    full = run("json-full")
-    assert [i["content"] for i in full] == [i["content"] for i in seeds]
-    return full
-
-
 def drift_items(items: list[dict]) -> list[tuple[str, str, str]]:
     return [(i["id"], i["node"], i["reason"]) for i in items]
 
@@ -228,7 +230,7 @@ def test_converged_lab_has_an_empty_todo_list(converged):
 
 
 def test_engine_stopped_by_hand_is_one_item_and_up_restarts_it(converged):
-    sh(NODE1, "systemctl stop bws-tiny.service")
+    sh(NODE1, f"systemctl stop {ENGINE}")
     items = drift_items(todo_list())
     # The unit, and the health gate that checks what it serves (again after the start the unit's
     # step will do, whose InvocationID is its trigger): nothing else.
@@ -236,7 +238,7 @@ def test_engine_stopped_by_hand_is_one_item_and_up_restarts_it(converged):
                      ("tiny-health", "lab-1", "update: takes an earlier step's output; "
                                               "drift: http://127.0.0.1:8000/health not answering")]
     up_ok()
-    assert unit_prop(NODE1, "bws-tiny.service", "ActiveState") == "active"
+    assert unit_prop(NODE1, ENGINE, "ActiveState") == "active"
     assert todo_list() == []
 
 
@@ -255,18 +257,33 @@ def test_glm_brought_back_by_hand_is_retired_again(converged):
     up_ok()
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "disabled"
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") != "active"
-    assert unit_prop(NODE1, "bws-tiny.service", "ActiveState") == "active"
+    assert unit_prop(NODE1, ENGINE, "ActiveState") == "active"
     # The original state is still the one destroy gives back (checked by the destroy test).
     assert "active=active" in sh(NODE1, f"cat /var/lib/blackwell-serving/retired/{lab.GLM_UNIT}.state")
     assert todo_list() == []
 
 
-def test_model_cache_deleted_on_node2_is_copied_again(converged):
-    sh(NODE2, f"rm -rf {MODEL_DIR}")
-    assert drift_items(todo_list()) == [
-        ("tiny-to-lab-2", "lab-1", "drift: model cache absent or incomplete on lab-2")]
+def test_model_cache_deleted_on_node2_is_copied_again_and_its_engines_restart(converged):
+    """The engines that read the cache restart after the copy: tiny (both ranks: one engine) and
+    tiny-b (the same model entry, its engine on lab-2), and the todo says so; tiny-gguf, which
+    serves another model, is left alone."""
+    readers = {(NODE1, ENGINE), (NODE2, ENGINE), (NODE2, names.engine_unit(TINY_B.name))}
+    pids = {(n, u): unit_prop(n, u, "MainPID") for n, u in readers}
+    other = unit_prop(NODE1, names.engine_unit(GGUF.name), "MainPID")
+    sh(NODE2, f"rm -rf {LAB_MODEL_DIR}")
+    items = {i["id"]: i for i in todo_list()}
+    copy = items.pop("tiny-to-lab-2")
+    assert (copy["node"], copy["reason"]) == ("lab-1", "drift: model cache absent or incomplete on lab-2"), copy
+    assert "then the engines reading it there restart" in copy["content"], copy
+    for unit_step in ("tiny-lab-1-install", "tiny-lab-2-install", "tiny-b-lab-2-install"):
+        assert items.pop(unit_step)["reason"] == "update: takes an earlier step's output", unit_step
+    # What checks the restarted engines comes after them; nothing of tiny-gguf.
+    assert {"tiny-health", "tiny-b-health"} <= set(items), items
+    assert not any(i.startswith("tiny-gguf") for i in items), items
     up_ok()
-    sh(NODE2, f"cd {MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
+    sh(NODE2, f"cd {LAB_MODEL_DIR} && sha256sum -c --quiet .blackwell-manifest.sha256")
+    assert all(unit_prop(n, u, "MainPID") != pid for (n, u), pid in pids.items()), pids
+    assert unit_prop(NODE1, names.engine_unit(GGUF.name), "MainPID") == other
     assert todo_list() == []
 
 
@@ -279,14 +296,16 @@ def test_unreachable_node_is_pending_in_the_list_and_up_changes_nothing(converge
     try:
         items = todo_list()
         unreachable = {i["id"] for i in items if "unreachable: " in i["reason"]}
-        # Besides them, only the checks on lab-1 that follow a start on lab-2 (tiny's gate: its
-        # triggers are the starts lab-2's steps would do).
+        # Besides them, only what on lab-1 takes an output of a step on lab-2: tiny's gate (its
+        # triggers are the starts lab-2's steps would do) and tiny's rank on lab-1 (a trigger is
+        # where the copy to lab-2 leaves the cache: a copy made again restarts both ranks).
         fed = {i["id"] for i in items if i["reason"] == "update: takes an earlier step's output"}
         assert unreachable | fed == {i["id"] for i in items}, items
-        assert fed <= {"tiny-health"}, items
+        assert fed <= {"tiny-health", "tiny-lab-1-install"}, items
         assert {"lab-2-embeddings-check", "lab-2-fabric-check", "tiny-lab-2-install",
                 "vllm-lab-sync-lab-2", "tiny-to-lab-2"} <= unreachable
-        assert not any(i["node"] == "lab-1" and i["id"].startswith("tiny-lab-1") for i in items)
+        # tiny's rank on lab-1 only waits for that output: nothing on lab-1 says it drifted.
+        assert {i["id"] for i in items if i["id"].startswith("tiny-lab-1")} <= fed, items
         up = pulumi("up", "--yes", "--skip-preview")
         out = up.stdout + up.stderr
         assert up.returncode != 0
@@ -298,11 +317,11 @@ def test_unreachable_node_is_pending_in_the_list_and_up_changes_nothing(converge
     assert todo_list() == []
 
 
-def engine_answers(node=NODE1, deployment: str = "tiny", model: str = "tiny-llama", port: int = 8000) -> bool:
+def engine_answers(node=NODE1, deployment_name: str = "tiny", model: str = "tiny-llama", port: int = 8000) -> bool:
     """A real chat completion from a deployment's engine, asked on its head (the key from its
     root-only file); by default tiny's, on lab-1."""
     run = subprocess.run(node.ssh_argv(
-        f"key=$(sed -n 's/^VLLM_API_KEY=//p' /etc/blackwell-serving/{deployment}.env); "
+        f"key=$(sed -n 's/^VLLM_API_KEY=//p' /etc/blackwell-serving/{deployment_name}.env); "
         "curl -fsS --max-time 20 -H \"Authorization: Bearer $key\" -H 'Content-Type: application/json' "
         f"--data '{{\"model\": \"{model}\", \"max_tokens\": 4, \"messages\": [{{\"role\": \"user\", \"content\": \"Hi\"}}]}}' "
         f"http://127.0.0.1:{port}/v1/chat/completions"), capture_output=True, text=True, timeout=60)
@@ -317,12 +336,12 @@ RANK_WATCH_S = 3 * 10
 
 
 def test_a_killed_engine_container_serves_again_by_itself(converged):
-    sh(NODE1, "docker kill bws-tiny")
+    sh(NODE1, f"docker kill {CONTAINER}")
     # systemd's restart policy: RestartSec (10 s), then the engine's start; lab-2's rank, which
     # does not notice, is restarted by its rank watch (2 checks 10 s apart) and meets the new head.
     took = wait_until(engine_answers, 10 + RANK_WATCH_S + ENGINE_START_S, "serving again after docker kill")
     print(f"serving again {took:.0f} s after docker kill")
-    assert int(unit_prop(NODE1, "bws-tiny.service", "NRestarts")) >= 1
+    assert int(unit_prop(NODE1, ENGINE, "NRestarts")) >= 1
 
 
 def test_a_killed_worker_rank_fails_completions_and_both_ranks_serve_again(converged):
@@ -330,12 +349,12 @@ def test_a_killed_worker_rank_fails_completions_and_both_ranks_serve_again(conve
     ranks); the head's rank then exits (status 0: its units restart `always`), lab-2's unit
     restarts, and they meet again."""
     wait_until(engine_answers, ENGINE_START_S, "serving before the kill")
-    sh(NODE2, "docker kill bws-tiny")
+    sh(NODE2, f"docker kill {CONTAINER}")
     start = time.monotonic()
     assert not engine_answers()
     wait_until(engine_answers, 2 * (10 + ENGINE_START_S), "serving again after lab-2's rank was killed")
     print(f"serving again {time.monotonic() - start:.0f} s after lab-2's rank was killed")
-    assert int(unit_prop(NODE2, "bws-tiny.service", "NRestarts")) >= 1
+    assert int(unit_prop(NODE2, ENGINE, "NRestarts")) >= 1
     assert fabric_links(NODE2, NODE1) > 0
 
 
@@ -343,20 +362,21 @@ def test_a_wedged_engine_is_restarted_by_the_watchdog(converged):
     """Every process of the engine's container stopped (SIGSTOP): alive, answering nothing.
     systemd sees nothing wrong; the watchdog (lab: every 10 s, 2 failures) restarts it."""
     # Until this start of the engine has answered the watchdog once, it is loading (the grace).
-    run_before = unit_prop(NODE1, "bws-tiny.service", "InvocationID")
-    wait_until(lambda: sh(NODE1, "cat /run/blackwell-serving/watchdog/tiny.answered || true") == run_before,
+    run_before = unit_prop(NODE1, ENGINE, "InvocationID")
+    wait_until(lambda: sh(NODE1, f"cat {watchdog_state(TINY.name, 'answered')} || true") == run_before,
                60, "the watchdog's first answer from this start of the engine")
-    sh(NODE1, "for p in $(docker top bws-tiny -eo pid | tail -n +2); do kill -STOP \"$p\"; done")
+    since = {n: node_now(n) for n in (NODE1, NODE2)}
+    sh(NODE1, f"for p in $(docker top {CONTAINER} -eo pid | tail -n +2); do kill -STOP \"$p\"; done")
     # 2 checks 10 s apart, each waiting 10 s; docker stop's 30 s before it kills the frozen
     # processes; then the start.
-    took = wait_until(lambda: unit_prop(NODE1, "bws-tiny.service", "InvocationID") != run_before and engine_answers(),
+    took = wait_until(lambda: unit_prop(NODE1, ENGINE, "InvocationID") != run_before and engine_answers(),
                       2 * (10 + 10) + 30 + RANK_WATCH_S + ENGINE_START_S, "serving again after SIGSTOP")
     print(f"serving again {took:.0f} s after SIGSTOP")
-    journal = sh(NODE1, "journalctl -u bws-tiny-watchdog.service --no-pager -o cat")
+    journal = journal_since(NODE1, names.watchdog_units(TINY.name)[0], since[NODE1])
     assert "no completion (2 of 2 in a row)" in journal and "restarting" in journal, journal[-2000:]
     # lab-2's rank lost its head and was restarted by its watch to meet the new one.
-    journal = sh(NODE2, "journalctl -u bws-tiny-rank1-watch.service --no-pager -o cat")
-    assert "restarting bws-tiny.service to meet the head again" in journal, journal[-2000:]
+    journal = journal_since(NODE2, names.rank_watch_units(TINY.name, 1)[0], since[NODE2])
+    assert f"restarting {ENGINE} to meet the head again" in journal, journal[-2000:]
 
 
 def test_restarted_nodes_serve_again_with_glm_still_retired(converged):
@@ -372,7 +392,7 @@ def test_restarted_nodes_serve_again_with_glm_still_retired(converged):
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "disabled"
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") != "active"
     assert unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "ActiveState") == "active"
-    wait_until(lambda: unit_prop(NODE2, "bws-tiny.service", "ActiveState") == "active", 120,
+    wait_until(lambda: unit_prop(NODE2, ENGINE, "ActiveState") == "active", 120,
                "lab-2's rank")
     # tiny-b comes back on its own clock (its Ray head first, then its engine on lab-2).
     wait_until(lambda: engine_answers(NODE2, "tiny-b", "tiny-llama-b", 8002), ENGINE_START_S + 120,
@@ -389,21 +409,25 @@ def test_a_module_move_changes_nothing_in_the_plan(converged, tmp_path_factory):
     assert changes(json.loads(preview.stdout)) == []
 
 
+@pytest.mark.ends_the_lab
 def test_destroy_gives_the_nodes_back(converged, tmp_path_factory):
     """Run from the program with a module moved: what the state recorded is enough to undo."""
     pid = unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID")
     moved = project_with_a_module_moved(tmp_path_factory.mktemp("release"))
     down = pulumi("destroy", "--yes", "--skip-preview", cwd=moved)
     assert down.returncode == 0, down.stdout[-3000:]
-    for node, units in UNITS.items():
-        for unit in units:
-            assert sh(node, f"systemctl show -p LoadState --value {unit}") == "not-found"
-        assert container_ids(node) == ""
-        assert sh(node, "docker images -q blackwell-serving/vllm-lab") == ""
-        assert sh(node, f"test -e {MODEL_DIR} && echo present || echo gone") == "gone"
-    # lab-1's llama.cpp deployment: its derived image and its GGUF model's cache
-    assert sh(NODE1, "docker images -q blackwell-serving/llama-lab") == ""
-    assert sh(NODE1, f"test -e {GGUF_MODEL_DIR} && echo present || echo gone") == "gone"
+    for node in (NODE1, NODE2):
+        # No unit file and no container of ours, whatever its name: a list, not the names we expect.
+        assert ours_left(node) == {"unit files": [], "containers": []}, node.name
+        want = EXPECT[stack_name(node)]
+        # Our derived images, every tag of them (an image that adds no layer is its base image:
+        # the operator's, kept).
+        for image in SPEC.images:
+            tag = image_tag(image)
+            if tag in want.images and tag != image.base:
+                assert sh(node, f"docker images -q {tag.rpartition(':')[0]}") == "", (node.name, tag)
+        for cache in want.caches:
+            assert sh(node, f"test -e {cache} && echo present || echo gone") == "gone", (node.name, cache)
     assert sh(NODE1, f"systemctl is-active {lab.GLM_UNIT} || true") == "active"
     assert sh(NODE1, f"systemctl is-enabled {lab.GLM_UNIT} || true") == "enabled"
     assert unit_prop(NODE2, lab.EMBEDDINGS_UNIT, "MainPID") == pid

@@ -19,6 +19,7 @@ from tests.lab import topology as lab
 from tests.lab.helpers import REPO, Stack, api_key, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "clean"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
 SENTENCE = "Build image vllm-lab on lab-1 (transformers>=5)"

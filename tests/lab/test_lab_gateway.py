@@ -18,17 +18,21 @@ import urllib.request
 
 import pytest
 
+from components import names
 from tests.lab import topology as lab
-from tests.lab.helpers import LAB_CONFIG, changes, converge_lab_stack, pulumi, require_lab, sh, unit_prop
+from tests.lab.helpers import LAB_CONFIG, changes, converge_lab_stack, our_units, pulumi, require_lab, sh, unit_prop
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
 PORT = 4000
 MODELS = ["tiny-llama", "tiny-llama-b", "tiny-llama-gguf"]
-ENGINES = {NODE1: ["bws-tiny.service", "bws-tiny-b-ray-worker.service", "bws-tiny-gguf.service"],
-           NODE2: ["bws-tiny-b.service", "bws-tiny.service", "bws-tiny-b-ray-head.service"]}
-GATEWAY = "bws-gateway.service"
+# The processes the gateway's change must leave alone: every service of ours but the gateway's
+# (engines and Ray; the timers of the checks run no process).
+ENGINES = {n: [u for u in our_units(n) if u.endswith(".service") and u != names.GATEWAY_UNIT]
+           for n in (NODE1, NODE2)}
+GATEWAY = names.GATEWAY_UNIT
 
 
 @pytest.fixture(scope="module")
@@ -124,7 +128,7 @@ def test_the_gateways_files_are_root_only_and_hold_no_key_but_the_env_file(gatew
     assert sh(NODE1, "stat -c '%a %U' /etc/blackwell-serving/gateway/litellm.yaml") == "600 root"
     assert gateway_key not in sh(NODE1, "cat /etc/blackwell-serving/gateway/litellm.yaml")
     assert gateway_key not in sh(NODE1, f"cat /etc/systemd/system/{GATEWAY}")
-    assert gateway_key not in sh(NODE1, "docker inspect bws-gateway")
+    assert gateway_key not in sh(NODE1, f"docker inspect {names.GATEWAY_CONTAINER}")
     assert gateway_key not in sh(NODE1, "ps -eo args")
 
 

@@ -15,20 +15,26 @@ import shutil
 import pytest
 import yaml
 
+from components import names
+from components.config.schema import ModelSpec
+from components.resources.image import image_tag
 from tests.lab import topology as lab
-from tests.lab.helpers import LAB_CONFIG, Stack, api_key, require_lab, sh
+from tests.lab.helpers import LAB_CONFIG, SPEC, Stack, api_key, deployment, image_of, require_lab, sh
 from tests.lab.hub import HubStandIn
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
 NAME = "lab-gguf-hub"
 REPO_ID = "blackwell-lab/tiny-llama-gguf-hub"
 COMMIT = "9916f00d9916f00d9916f00d9916f00d9916f00d"
 SERVED_FILE, OTHER_FILE = "tiny-llama-f32.gguf", "tiny-llama-q8_0.gguf"
-LLAMA_IMAGE = "198.18.0.1:5000/lab/llama-cpp:0c1e570"
-VLLM_BASE = "198.18.0.1:5000/lab/vllm-cpu:0.32.0"
-CACHE = f"/var/lib/blackwell-serving/models/{REPO_ID.replace('/', '--')}--{COMMIT}"
+# The lab stack's llama.cpp image (what the fetch runs in unless told), the base of its vLLM image
+# (which has huggingface_hub), and where the model's cache goes (the default cache_dir).
+LLAMA_IMAGE = image_tag(image_of(next(d for d in SPEC.deployments if d.engine == "llamacpp")))
+VLLM_BASE = image_of(deployment("tiny")).base
+CACHE = names.model_cache_dirs(ModelSpec.model_fields["cache_dir"].default, REPO_ID, COMMIT)[0]
 PROJECT = "blackwell-serving"
 
 

@@ -6,18 +6,21 @@ registry (fabric.layer_registry; its lab image from tests/lab/engine/prepare.sh 
 
 from __future__ import annotations
 
-import json
-import subprocess
 import time
 
 import pytest
 
+from components.names import LAYER_REGISTRY_CONTAINER
 from tests.lab import topology as lab
 from tests.lab.dist import (LAYER_REGISTRY, STATE_DIR, fill_layer_registry_script, layer_registry_scripts,
                             run_script, ssh, sync_image_script)
 from tests.lab.helpers import require_lab
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
+# Only when asked (BWS_LAB_LONG=1): a long lab test of what unit tests also cover, left out of the default run and
+# CI, which the whole suite would otherwise push past its 90 minutes (README, "the tests").
+LAB_OPT_IN = "BWS_LAB_LONG"
 
 NODE1, NODE2 = lab.nodes(2)
 TAG = "blackwell-serving/layers-test:issue14"
@@ -192,5 +195,5 @@ def test_an_update_through_the_layer_registry_sends_only_its_new_layer():
         for n in pulled:
             ssh(n, f"docker image rm {base} >/dev/null 2>&1 || true", check=False)
     assert removed.rc == 0, removed.stderr
-    assert ssh(NODE1, "docker ps -aq --filter name=bws-layer-registry").stdout.strip() == ""
+    assert ssh(NODE1, f"docker ps -aq --filter name={LAYER_REGISTRY_CONTAINER}").stdout.strip() == ""
     assert ssh(NODE1, f"test -e {LAYER_REGISTRY.storage}", check=False).returncode != 0

@@ -20,6 +20,7 @@ from tests.lab import topology as lab
 from tests.lab.helpers import LAB_MODEL_DIR, REPO, Stack, api_key, completion, destroy_lab_stack, nodes_as_found, require_lab, sh
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "clean"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
 STAGING = staging_dir("/var/lib/blackwell-serving")

@@ -13,15 +13,20 @@ import urllib.request
 import pytest
 import yaml
 
+from components import names
 from components.engines.llamacpp import gguf_reader
 from tests.engine.conftest import copy_project
 from tests.lab import topology as lab
-from tests.lab.helpers import LAB_CONFIG, completion, converge_lab_stack, pulumi, require_lab, sh, unit_prop, wait_until
+from tests.lab.helpers import (LAB_CONFIG, completion, converge_lab_stack, deployment, journal_since, node_now, pulumi,
+                               require_lab, sh, unit_prop, watchdog_state)
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
-UNIT = "bws-tiny-gguf.service"
+GGUF = deployment("tiny-gguf")
+UNIT, CONTAINER = names.engine_unit(GGUF.name), names.engine_container(GGUF.name)
 SERVED, PORT = "tiny-llama-gguf", 8003
 ANSWER = " Hello from the tiny lab model!"   # the tiny model's answer to "Say hello." (vLLM's too)
 WEDGED_S = 2 * (10 + 10) + 30 + 60           # 2 checks 10 s apart with 10 s each; docker stop's 30 s; the start
@@ -78,13 +83,14 @@ def test_one_benchmark_figure(converged):
 
 def test_a_wedged_llama_server_is_restarted_by_the_watchdog(converged):
     run_before = unit_prop(NODE1, UNIT, "InvocationID")
-    wait_until(lambda: sh(NODE1, "cat /run/blackwell-serving/watchdog/tiny-gguf.answered || true") == run_before,
+    wait_until(lambda: sh(NODE1, f"cat {watchdog_state(GGUF.name, 'answered')} || true") == run_before,
                60, "the watchdog's first answer from this start of llama-server")
-    sh(NODE1, "for p in $(docker top bws-tiny-gguf -eo pid | tail -n +2); do kill -STOP \"$p\"; done")
+    since = node_now(NODE1)
+    sh(NODE1, f"for p in $(docker top {CONTAINER} -eo pid | tail -n +2); do kill -STOP \"$p\"; done")
     took = wait_until(lambda: unit_prop(NODE1, UNIT, "InvocationID") != run_before and answers(), WEDGED_S,
                       "llama-server serving again after SIGSTOP")
     print(f"llama-server serving again {took:.0f} s after SIGSTOP")
-    journal = sh(NODE1, "journalctl -u bws-tiny-gguf-watchdog.service --no-pager -o cat")
+    journal = journal_since(NODE1, names.watchdog_units(GGUF.name)[0], since)
     assert "no completion (2 of 2 in a row)" in journal and "restarting" in journal, journal[-2000:]
 
 
@@ -95,7 +101,7 @@ def test_an_unknown_flag_stops_the_up_at_the_engine_probe_before_anything_stops(
     it back."""
     project = copy_project(tmp_path)
     config = yaml.safe_load(LAB_CONFIG.read_text())
-    gguf = next(d for d in config["config"]["blackwell-serving:deployments"] if d["name"] == "tiny-gguf")
+    gguf = next(d for d in config["config"]["blackwell-serving:deployments"] if d["name"] == GGUF.name)
     gguf["extra_args"] = [*gguf["extra_args"], "--no-such-llama-flag", "1"]
     # the whole file, its encryptionsalt included (copy_project drops it): the operator's stack
     (project / "stacks" / "Pulumi.lab.yaml").write_text(yaml.safe_dump(config, sort_keys=False))

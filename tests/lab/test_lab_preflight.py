@@ -12,9 +12,10 @@ import shutil
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, destroy_lab_stack, nodes_as_found, one_node, require_lab, sh
+from tests.lab.helpers import SPEC, Stack, destroy_lab_stack, nodes_as_found, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "clean"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
 NOVEL_ARCH = "BlackwellLabNovelForCausalLM"
@@ -90,7 +91,8 @@ def test_fabric_link_down_on_node2_stops_up_before_any_unit(lab_clean, tmp_path)
         out = up.stdout + up.stderr
         assert up.returncode != 0, out[-4000:]
         # `ip link set … down`: administratively down (the fabric link fact's verdict, components/facts/fabric_link.py).
-        assert "fabric netdev eth1 is administratively down" in out and "on node lab-2; nothing was stopped" in out, \
+        assert f"fabric netdev {SPEC.fabric.netdev} is administratively down" in out \
+            and "on node lab-2; nothing was stopped" in out, \
             out[-4000:]
         assert_untouched(before)
     finally:

@@ -18,6 +18,7 @@ from tests.lab import topology as lab
 from tests.lab.helpers import LAB_CONFIG, require_lab
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODES = lab.nodes(2)
 

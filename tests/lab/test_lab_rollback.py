@@ -11,14 +11,18 @@ import shutil
 
 import pytest
 
+from components import names
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, api_key, completion, nodes_as_found, one_node, require_lab, sh
+from tests.lab.helpers import LAB_MODEL_DIR, SPEC, Stack, api_key, completion, nodes_as_found, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "clean"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
 PORT = 8000
 SERVED = "tiny-llama"
+# The engine of the stacks here: the lab stack's first deployment (tests/lab/helpers.py lab_config_one_engine).
+ENGINE = names.engine_unit(SPEC.deployments[0].name)
 
 
 def model_copy(tmp_path, name: str, **config_changes):
@@ -87,24 +91,24 @@ def test_a_failed_swap_brings_the_previous_model_back_and_a_good_one_replaces_it
     broken = model_copy(tmp_path, "tiny-broken", max_position_embeddings=128)  # < max_model_len: vLLM refuses
     second = model_copy(tmp_path, "tiny-second")
     stack = Stack(tmp_path, "lab-swap", one_node)
-    first_cache = "/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1"
+    first_cache = LAB_MODEL_DIR
     try:
         up = stack.run("up", "--yes", "--skip-preview")
         assert up.returncode == 0, (up.stdout + up.stderr)[-4000:]
         assert completion(SERVED, PORT)["choices"]
-        pid_before = sh(NODE1, "systemctl show -p MainPID --value bws-tiny.service")
+        pid_before = sh(NODE1, f"systemctl show -p MainPID --value {ENGINE}")
 
         stack.change(lambda c: swap_model(c, "tiny-broken", "lab-broken", broken))
         up = stack.run("up", "--yes", "--skip-preview")
         out = up.stdout + up.stderr
         assert up.returncode != 0, out[-4000:]
-        assert "The run was rolled back" in out and "Put the previous bws-tiny.service back on lab-1" in out, out[-6000:]
+        assert "The run was rolled back" in out and f"Put the previous {ENGINE} back on lab-1" in out, out[-6000:]
         assert "Again, for the previous deployment: Health gate: a real chat completion from tiny" in out
         assert "NOT put back" not in out, out[-6000:]
         # The previous deployment serves again (a new process of the previous unit), its cache intact.
         assert served_path().endswith("lab-v1"), served_path()
         assert completion(SERVED, PORT)["choices"]
-        assert sh(NODE1, "systemctl show -p MainPID --value bws-tiny.service") != pid_before
+        assert sh(NODE1, f"systemctl show -p MainPID --value {ENGINE}") != pid_before
         assert sh(NODE1, f"test -d {first_cache} && echo kept") == "kept"
         # The todo list shows the failed swap: the unit to rewrite with the new model.
         preview = stack.run("preview", "--json")

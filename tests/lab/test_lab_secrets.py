@@ -17,6 +17,7 @@ from tests.lab.helpers import Stack, api_key, destroy_lab_stack, one_node, requi
 from tests.lab.hub import HubStandIn
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "clean"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
 REPO_ID = "blackwell-lab/tiny-llama-hub"

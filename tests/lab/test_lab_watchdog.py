@@ -7,19 +7,21 @@ the tiny engine (its start on the lab's CPU)."""
 
 from __future__ import annotations
 
-import time
-
 import pytest
 
+from components import names
 from tests.lab import topology as lab
-from tests.lab.helpers import completion, converge_lab_stack, require_lab, sh, unit_prop, wait_until
+from tests.lab.helpers import (completion, converge_lab_stack, deployment, journal_since, node_now, require_lab, sh,
+                               unit_prop, watchdog_state)
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.lab
+LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
 NODE1, NODE2 = lab.nodes(2)
-ENGINE = "bws-tiny.service"
-WATCHDOG = "bws-tiny-watchdog.service"
-INTERVAL_S = 10          # stacks/Pulumi.lab.yaml: deployments[tiny].watchdog.interval_s
+TINY = deployment("tiny")
+ENGINE, (WATCHDOG, _) = names.engine_unit(TINY.name), names.watchdog_units(TINY.name)
+INTERVAL_S = TINY.watchdog.interval_s
 ENGINE_START_S = 300
 
 
@@ -38,22 +40,24 @@ def engine_answers() -> bool:
 
 def test_an_engine_stopped_by_hand_is_told_once_and_handed_back(converged):
     assert unit_prop(NODE1, ENGINE, "ActiveState") == "active"
-    since = sh(NODE1, "date +%s")
+    since = node_now(NODE1)
     sh(NODE1, f"systemctl stop {ENGINE}")
     try:
-        time.sleep(4 * INTERVAL_S + 5)   # four intervals or more of the timer
-        journal = sh(NODE1, f"journalctl -u {WATCHDOG} --since @{since} --no-pager -o cat")
+        # Four runs of the timer or more (systemd's "Finished" line ends each run of the oneshot):
+        # it ran every interval, and said it once.
+        runs = lambda: journal_since(NODE1, WATCHDOG, since).count("Finished")
+        wait_until(lambda: runs() >= 4, 8 * INTERVAL_S, "four runs of the watchdog since the stop",
+                   seen=lambda: journal_since(NODE1, WATCHDOG, since), every_s=INTERVAL_S / 2)
+        journal = journal_since(NODE1, WATCHDOG, since)
         told = [line for line in journal.splitlines() if f"not checking {ENGINE}" in line]
-        runs = journal.count("Finished")   # systemd's line at the end of each run of the oneshot
         assert len(told) == 1, journal[-3000:]
         assert "it is inactive (dead, result success) since" in told[0], told
         assert f"hand it back to the watchdog with: systemctl start {ENGINE}" in told[0], told
-        assert runs >= 3, journal[-3000:]     # it ran every interval, and said it once
         assert unit_prop(NODE1, ENGINE, "ActiveState") == "inactive"   # left alone
     finally:
         sh(NODE1, f"systemctl start {ENGINE}")
     took = wait_until(engine_answers, ENGINE_START_S, "serving again after systemctl start")
     print(f"serving again {took:.0f} s after systemctl start")
     # Handed back: once it runs again the watchdog checks it, and a new stop would be told again.
-    wait_until(lambda: sh(NODE1, "test -e /run/blackwell-serving/watchdog/tiny.skipped && echo y || echo n") == "n",
+    wait_until(lambda: sh(NODE1, f"test -e {watchdog_state(TINY.name, 'skipped')} && echo y || echo n") == "n",
                3 * INTERVAL_S, "the watchdog taking the engine back")

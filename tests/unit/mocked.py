@@ -52,7 +52,8 @@ class Recorder(pulumi.runtime.Mocks):
         self.resources[f"{args.typ}::{args.name}"] = Registered(args.typ, args.name, dict(args.inputs), parent, deps)
         outputs = dict(args.inputs)
         if args.typ in STEP_TYPES:
-            outputs.setdefault("stdout", "image-id=sha256:mock\n")
+            # An install step's `started=` line: its unit's start, named after the step.
+            outputs.setdefault("stdout", f"image-id=sha256:mock\nstarted=start-of-{args.name}\n")
             outputs.setdefault("stderr", "")
         return f"{args.name}-id", outputs
 
@@ -73,7 +74,7 @@ class Recorder(pulumi.runtime.Mocks):
 
 def build(stack: str, preview: bool = True):
     """(ServingStack, Recorder) for stacks/Pulumi.<stack>.yaml, built under mocks."""
-    from components.resources.stack import ServingStack, ServingStackArgs
+    from components.serving.stack import ServingStack, ServingStackArgs
 
     recorder = Recorder()
     pulumi.runtime.set_mocks(recorder, project="blackwell-serving", stack=stack, preview=preview)
@@ -184,7 +185,7 @@ def snapshot(stack: str, spec=None) -> Snapshot:
     import os
 
     from components.config.load import PROJECT
-    from components.resources.stack import ServingStack, ServingStackArgs
+    from components.serving.stack import ServingStack, ServingStackArgs
     from components.resources.unit import SystemdUnit
 
     if spec is None:

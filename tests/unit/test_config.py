@@ -141,8 +141,16 @@ BAD = [
      "fabric.bandwidth_check.size_gb", "unknown key"),
     ("vllm-option-on-sglang", lambda d: (_set(d, ["deployments", 0, "engine"], "sglang"),
                                          _set(d, ["deployments", 0, "topology"], "native"),
+                                         _set(d, ["deployments", 0, "kv_cache_dtype"], "fp8_e4m3"),
                                          _set(d, ["deployments", 0, "speculative"], {"method": "mtp"})),
      "deployments[0].speculative", "vllm"),
+    # vLLM's spelling of an fp8 KV cache is not SGLang's: refused with SGLang's own list.
+    ("vllm-kv-dtype-on-sglang", lambda d: (_set(d, ["deployments", 0, "engine"], "sglang"),
+                                           _set(d, ["deployments", 0, "topology"], "native"),
+                                           _set(d, ["deployments", 0, "kv_cache_dtype"], "fp8")),
+     "deployments[0].kv_cache_dtype", "'fp8' is not a KV cache dtype of sglang", "fp8_e4m3, fp8_e5m2"),
+    ("kv-dtype-of-no-engine", lambda d: _set(d, ["deployments", 0, "kv_cache_dtype"], "int3"),
+     "deployments[0].kv_cache_dtype", "vllm, which takes auto, float16, bfloat16, fp8"),
 ]
 
 

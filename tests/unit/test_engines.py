@@ -66,7 +66,7 @@ def test_the_runtimes_match_the_schema():
     assert set(typing.get_args(ImageSpec.model_fields["runtime"].annotation)) == set(RUNTIMES)
 
 
-@pytest.mark.parametrize("module", ["components/resources/stack.py", "components/resources/deployment.py"])
+@pytest.mark.parametrize("module", ["components/serving/stack.py", "components/serving/deployment.py"])
 def test_the_wiring_has_no_branch_on_an_engine_or_a_runtime(module):
     text = (ROOT / module).read_text()
     names = "|".join(map(re.escape, [*ENGINES, *RUNTIMES]))
@@ -119,3 +119,25 @@ def test_a_new_engine_needs_no_change_to_the_wiring(monkeypatch):
     assert any(url.endswith(f":{native.port}/healthz") for w in snap.watches.values() for url in w.urls)
     watches = [r for r in snap.steps() if r.name == f"{native.name}-rank1-watch-timer"]
     assert watches, "the toy engine asked for rank watches"
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_every_kv_dtype_an_engine_takes_has_its_bytes_in_the_fit(engine):
+    """The schema accepts an engine's own KV dtypes; the fit must then know each one's size."""
+    from components.sizing.model_facts import kv_dtype_bytes
+    e = ENGINES[engine]
+    assert e.kv_cache_dtypes[0] == "auto"
+    for dtype in e.kv_cache_dtypes:
+        assert 0 < kv_dtype_bytes(dtype, 2) <= 4
+    if e.smaller_kv_dtype is not None:
+        assert e.smaller_kv_dtype in e.kv_cache_dtypes and kv_dtype_bytes(e.smaller_kv_dtype, 2) < 2
+
+
+@pytest.mark.parametrize("engine", sorted(ENGINES))
+def test_discovery_finds_each_engine_by_its_own_programs(engine):
+    """A new engine's servers are found on the machines without an edit of discovery's list."""
+    from components.discover.engines import is_engine
+    assert ENGINES[engine].programs
+    for program in ENGINES[engine].programs:
+        assert is_engine(f"/opt/bin/{program} --port 8000", []), program
+    assert not is_engine("/usr/bin/python3 -m http.server 8000", [])

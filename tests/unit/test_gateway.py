@@ -22,9 +22,18 @@ from components.resources.gateway import (
     litellm_config,
     routes,
 )
+from components.resources.api import DeploymentApi
 from tests.unit.config.stacks import P, both_paths_error, lab_one_engine_doc, load_engine_path, shipped_doc
 from tests.unit.mocked import SENTINEL, script_of, snapshot, stdin_data
 from tests.unit.test_graph import closure, dep_names, snap
+
+
+def routed(spec) -> list:
+    """The gateway's routes of a stack config, each deployment's API as it publishes it (with a key
+    where the config gives one)."""
+    apis = [DeploymentApi.of(d, spec.node(d.nodes[0]), "key" if d.api_key is not None else None)
+            for d in spec.deployments]
+    return routes(spec.gateway, apis)
 
 
 def lab_with_upstream(**upstream) -> dict:
@@ -41,7 +50,7 @@ def lab_with_upstream(**upstream) -> dict:
 
 def test_config_routes_every_deployment_to_its_head_with_its_own_key():
     spec = snap("lab").spec
-    config = yaml.safe_load(litellm_config(spec))
+    config = yaml.safe_load(litellm_config(spec.gateway, routed(spec)))
     by_name = {m["model_name"]: m for m in config["model_list"]}
     assert list(by_name) == [d.served_name for d in spec.deployments] == ["tiny-llama", "tiny-llama-b",
                                                                               "tiny-llama-gguf"]
@@ -61,7 +70,7 @@ def test_config_routes_every_upstream_model_and_a_keyless_deployment(monkeypatch
     doc = lab_with_upstream()
     del doc["config"][P + "deployments"][1]["api_key"]
     spec = load_engine_path(doc["config"])
-    config = yaml.safe_load(litellm_config(spec))
+    config = yaml.safe_load(litellm_config(spec.gateway, routed(spec)))
     assert [m["model_name"] for m in config["model_list"]] == ["tiny-llama", "tiny-llama-b", "tiny-llama-gguf",
                                                                "bge-small", "bge-large"]
     up = config["model_list"][3]
@@ -70,7 +79,7 @@ def test_config_routes_every_upstream_model_and_a_keyless_deployment(monkeypatch
     assert up["model_info"] == {"mode": "embedding"}
     # A deployment without a key: a placeholder (the OpenAI client wants one), not a secret.
     assert config["model_list"][1]["litellm_params"]["api_key"] == "none"
-    assert [(r.model, r.mode) for r in routes(spec)][3:] == [("bge-small", "embedding"), ("bge-large", "embedding")]
+    assert [(r.model, r.mode) for r in routed(spec)][3:] == [("bge-small", "embedding"), ("bge-large", "embedding")]
 
 
 def test_a_deployment_bound_to_an_address_is_reached_there():
@@ -78,7 +87,7 @@ def test_a_deployment_bound_to_an_address_is_reached_there():
     doc["config"][P + "deployments"][1]["bind"] = "198.19.0.12"  # the fabric only
     doc["config"][P + "deployments"][0]["bind"] = "127.0.0.1"    # loopback, on the gateway's node
     spec = load_engine_path(doc["config"])
-    assert [r.api_base for r in routes(spec)] == ["http://127.0.0.1:8000/v1", "http://198.19.0.12:8002/v1",
+    assert [r.api_base for r in routed(spec)] == ["http://127.0.0.1:8000/v1", "http://198.19.0.12:8002/v1",
                                                   "http://127.0.0.1:8003/v1"]
 
 
@@ -97,7 +106,7 @@ def test_keys_travel_on_stdin_only(monkeypatch):
     assert 'env_path=/etc/blackwell-serving/gateway.env' in script_of(s.by_name("gateway-env"))
     script = script_of(install)
     assert SENTINEL not in script and SENTINEL not in str(install.inputs["create"])
-    assert SENTINEL not in " ".join(gateway_argv(s.spec))
+    assert SENTINEL not in " ".join(gateway_argv(s.spec.gateway))
     # The unit mounts the config and the env file read-only; no -e NAME=value, no key.
     unit = script.split("<<'BWS_UNIT_EOF'\n", 1)[1]
     # files bound with --mount: a missing one stops the start instead of becoming a directory

@@ -49,6 +49,12 @@ def closure(s, name: str) -> set[str]:
     return seen
 
 
+def step_inputs(r) -> str:
+    """The values of a step's triggers, which its command line names (BWS_INPUTS=…)."""
+    line = plain(r.inputs["create"]).split("\n", 1)[0]
+    return line.split("BWS_INPUTS=", 1)[1].split(" BWS_", 1)[0] if "BWS_INPUTS=" in line else ""
+
+
 def host_of(r) -> str:
     conn = r.inputs["connection"]
     conn = conn.get("value", conn)  # the whole connection is a secret (it may carry a key)
@@ -172,6 +178,28 @@ def test_serving_waits_for_retire_image_model_and_comes_before_its_health_gate(s
                 if n != model.fetch_node:
                     assert f"{model.name}-to-{n}" in waits
             assert f"{u._name}-install" in dep_names(s.by_name(f"{d.name}-health"))
+
+
+@pytest.mark.parametrize("stack", STACKS)
+def test_a_start_of_any_other_process_of_the_engine_restarts_its_head_after_it(stack):
+    """A repair that restarts one rank or one Ray node breaks the engine's group: the head's unit
+    takes each such start (the install step's `started=`) as a trigger, and restarts after it."""
+    s = snap(stack)
+    for d in s.spec.deployments:
+        unit = f"bws-{d.name}.service"
+        engine = {u.node.name: u for u in s.units if u._name.startswith(f"{d.name}-") and u.unit_name == unit}
+        head = s.by_name(f"{engine[d.nodes[0]]._name}-install")
+        if d.topology == "native":
+            others = [f"{engine[n]._name}-install" for n in d.nodes[1:]]
+        else:
+            others = [f"{u._name}-install" for u in s.units if u._name.startswith(f"{d.name}-ray-")]
+        assert len(others) == {"native": len(d.nodes) - 1, "ray": len(d.nodes), "single": 0}[d.topology]
+        for other in others:
+            assert f"start-of-{other}" in step_inputs(head), (head.name, other)
+            assert other in closure(s, head.name)
+        # A rank past the head never restarts for the head's starts (it meets the new head by itself).
+        for n in d.nodes[1:] if d.topology == "native" else []:
+            assert "start-of-" not in step_inputs(s.by_name(f"{engine[n]._name}-install"))
 
 
 @pytest.mark.parametrize("stack", STACKS)

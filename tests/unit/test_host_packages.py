@@ -4,8 +4,10 @@ essential set (read from this machine's dpkg database), or it is one of the few 
 setup scripts build or the machine is documented to bring (ALSO_PROVIDED).
 
 The operator-side code is read, not run: the shell scripts (`scripts/`, the lab's scripts, the
-upload template that runs on the operator's machine) by their command words, the Python code by
-the first word of every argv it hands to subprocess."""
+upload template that runs on the operator's machine and the templates it includes) by their
+command words, and the words a wrapper (setsid, xargs, timeout, ...) runs; the Python code by the
+first word of every argv it hands to subprocess. The reverse holds too: every command the list
+names is run by something of ours, so the list keeps no dead entries."""
 
 from __future__ import annotations
 
@@ -21,6 +23,7 @@ from components.steps.render import package_list
 
 REPO = Path(__file__).resolve().parents[2]
 PACKAGES = REPO / "scripts" / "host-packages.txt"
+TEST_PACKAGES = REPO / "scripts" / "test-packages.txt"   # the test command's own (setup-host.sh --tests)
 
 # Not from Debian: what the setup scripts build or create, and what the README asks of the machine.
 ALSO_PROVIDED = {
@@ -30,9 +33,27 @@ ALSO_PROVIDED = {
     "go": "the README's machine: Go (scripts/install-engine.sh builds the engine with it)",
 }
 
-SHELL_SOURCES = [*sorted((REPO / "scripts").glob("*.sh")), REPO / "tests/lab/lab",
-                 *sorted((REPO / "tests/lab").glob("*.sh")), *sorted((REPO / "tests/lab/engine").glob("*.sh")),
-                 REPO / "templates/scripts/upload-dir.sh.j2"]
+TEMPLATES = REPO / "templates"
+
+
+def with_includes(paths: list[Path]) -> list[Path]:
+    """The paths and, recursively, the templates they `{% include %}`: what an included template
+    runs, the including one runs (upload-dir.sh.j2 runs _prelude's, _failure's, _progress's)."""
+    out: list[Path] = []
+    todo = list(paths)
+    while todo:
+        path = todo.pop(0)
+        if path in out:
+            continue
+        out.append(path)
+        if path.suffix == ".j2":
+            todo += [TEMPLATES / name for name in re.findall(r"\{%-?\s*include\s+[\"']([^\"']+)[\"']", path.read_text())]
+    return out
+
+
+SHELL_SOURCES = with_includes([*sorted((REPO / "scripts").glob("*.sh")), REPO / "tests/lab/lab",
+                               *sorted((REPO / "tests/lab").glob("*.sh")), *sorted((REPO / "tests/lab/engine").glob("*.sh")),
+                               TEMPLATES / "scripts/upload-dir.sh.j2"])
 PYTHON_SOURCES = [p for d in ("components", "scripts", "tests", "bench") for p in sorted((REPO / d).rglob("*.py"))]
 
 SHELL_WORDS = set("""
@@ -45,8 +66,9 @@ shopt suspend test times trap true type typeset ulimit umask unalias unset wait
 
 
 def package_commands() -> dict[str, str]:
-    """command -> package, from scripts/host-packages.txt."""
-    return {command: package for package, commands in package_list(PACKAGES) for command in commands}
+    """command -> package, from scripts/host-packages.txt and scripts/test-packages.txt."""
+    return {command: package for path in (PACKAGES, TEST_PACKAGES)
+            for package, commands in package_list(path) for command in commands}
 
 
 def essential_commands() -> set[str]:
@@ -90,28 +112,81 @@ def shell_commands(text: str, defined: set[str] = frozenset()) -> set[str]:
     text = re.sub(r"\{[{%#].*?[}%#]\}", " X ", text, flags=re.S)  # Jinja2 expressions and tags
     text = _drop_heredocs(text)
     text = re.sub(r"(?m)(^|\s)#.*$", " ", text)                     # comments
-    text = re.sub(r"'[^'\n]*'", " S ", text)                        # single-quoted strings
+    text = re.sub(r'"(?:[^"\\]|\\.)*"|\'[^\']*\'', _single_quoted, text)  # single-quoted strings, over lines too
     text = re.sub(r"\$\{[^{}]*\}", "X", text)                         # ${parameter} expansions
     text = re.sub(r"\$?\(\((?:[^()]|\([^()]*\))*\)\)", " X ", text)     # arithmetic
     text = re.sub(r'"((?:[^"\\]|\\.)*)"', _double_quoted, text)     # only their $(...) runs
     text = re.sub(r"(?m)\b[A-Za-z_]\w*\+?=\([^()]*\)", " ", text)      # array literals
-    text = re.sub(r"(?m)^\s*[\w*. |-]+\)", " ", text)                 # case patterns
+    text = _drop_case_patterns(text)
     text = text.replace("\\\n", " ")
     commands = set()
     for piece in re.split(r"\|\||&&|[|;&\n`]|\$\(|\(|\bthen\b|\bdo\b|\belse\b|\{|\}|!", text):
         words = piece.split()
-        while words and (re.match(r"^[A-Za-z_]\w*(\[.*\])?\+?=", words[0]) or words[0] in {"exec", "command", "time", "nohup", "sudo", "timeout"}):
-            if words[0] in {"command"} and len(words) > 1 and words[1].startswith("-"):
-                words = []  # command -v NAME: a lookup, not a run
+        while words:
+            if re.match(r"^[A-Za-z_]\w*(\[.*\])?\+?=", words[0]):  # VAR=value before a command
+                words = words[1:]
+                continue
+            word = words[0].strip('"').rstrip(")")
+            if not (word in SHELL_WORDS or word in defined or not re.fullmatch(r"[A-Za-z][\w.+-]*", word) or word in {"S", "X"}):
+                commands.add(word)
+            if word == "command" and len(words) > 1 and words[1].startswith("-"):
+                break  # command -v NAME: a lookup, not a run
+            if word not in WRAPPERS:
                 break
-            words = words[1:] if words[0] != "timeout" else [w for w in words[1:] if not re.match(r"^(-|\d)", w)]
-        if not words:
-            continue
-        word = words[0].strip('"').rstrip(")")
-        if (word in SHELL_WORDS or word in defined or not re.fullmatch(r"[A-Za-z][\w.+-]*", word) or word in {"S", "X"}):
-            continue
-        commands.add(word)
+            words = _unwrap(word, words[1:])  # the wrapper runs the command after it: read that one too
     return commands
+
+
+# Commands that run the command after their own options and arguments: {wrapper: (options that
+# take a value, how many plain arguments come before the command)}. `detached` is the lab's own
+# function (tests/lab/detached.sh): setsid with the descriptors closed.
+WRAPPERS = {
+    "exec": (set(), 0), "command": (set(), 0), "time": (set(), 0), "nohup": (set(), 0),
+    "setsid": (set(), 0), "detached": (set(), 0),
+    "sudo": ({"-u", "-g", "-C", "-D", "-h", "-p", "-r", "-t", "-U"}, 0),
+    "env": ({"-u", "-C", "-S", "--unset", "--chdir", "--split-string"}, 0),
+    "nice": ({"-n", "--adjustment"}, 0),
+    "stdbuf": ({"-i", "-o", "-e"}, 0),
+    "xargs": ({"-a", "-d", "-E", "-I", "-L", "-n", "-P", "-s", "--arg-file", "--delimiter", "--max-args",
+               "--max-procs", "--max-lines", "--max-chars", "--replace"}, 0),
+    "timeout": ({"-s", "-k", "--signal", "--kill-after"}, 1),  # the duration
+    "flock": ({"-w", "-E", "--timeout", "--conflict-exit-code"}, 1),  # the lock file (or descriptor)
+}
+
+
+def _unwrap(wrapper: str, words: list[str]) -> list[str]:
+    """The words after `wrapper`'s options and arguments (and, for env, its VAR=value words)."""
+    valued, arguments = WRAPPERS[wrapper]
+    while words and (words[0].startswith("-") or (wrapper == "env" and "=" in words[0])):
+        words = words[2:] if words[0] in valued else words[1:]
+    if wrapper == "flock" and words and re.fullmatch(r"\d+", words[0]):
+        return []  # flock FD: locks a descriptor, runs nothing
+    return words[arguments:]
+
+
+def _single_quoted(match: re.Match) -> str:
+    """A single-quoted string (found left to right, so an apostrophe inside double quotes is no
+    quote) stands for a plain word; a double-quoted one is left for later."""
+    return " S " if match.group(0).startswith("'") else match.group(0)
+
+
+def _drop_case_patterns(text: str) -> str:
+    """The script without its case patterns (`a|b-c)`): only where a pattern may stand, after a
+    `case ... in` line or a `;;`, so a `... | awk ...)` that closes a $( elsewhere is still read."""
+    out, pattern_next, depth = [], False, 0
+    for line in text.splitlines():
+        if depth and pattern_next:
+            line = re.sub(r"^\s*\(?[\w*. |-]+\)", " ", line)
+        if line.strip():
+            pattern_next = False
+        if re.search(r"\bcase\b.*\bin\s*$", line):
+            depth, pattern_next = depth + 1, True
+        if re.search(r";;&?\s*$|;&\s*$", line):
+            pattern_next = True
+        if re.search(r"\besac\b", line):
+            depth = max(depth - 1, 0)
+        out.append(line)
+    return "\n".join(out)
 
 
 def python_commands(text: str) -> set[str]:
@@ -166,6 +241,60 @@ def test_every_command_we_run_is_installed_by_the_readme_commands():
                          + "\n".join(f"  {c}: {', '.join(f)}" for c, f in sorted(missing.items())))
 
 
+def test_every_listed_command_is_run_somewhere():
+    """The reverse: a command of the list that nothing of ours runs is a dead entry."""
+    uses = operator_commands()
+    dead = {c: p for c, p in package_commands().items() if c not in uses}
+    assert not dead, ("scripts/host-packages.txt names commands that no script or Python code of ours runs; "
+                      "fix: drop them (and a package left with none):\n"
+                      + "\n".join(f"  {c} ({p})" for c, p in sorted(dead.items())))
+
+
+def test_the_reader_reads_through_wrappers():
+    script = """setsid foo-a
+detached foo-b --flag
+x=$(find . -print0 | xargs -0 -n 1 foo-c)
+env -u HOME A=1 B=2 foo-d
+nice -n 5 foo-e; stdbuf -oL foo-f; nohup foo-g &
+flock -w 3 /tmp/lock foo-h
+flock 9
+timeout -s KILL 10 foo-i
+exec foo-j
+"""
+    found = shell_commands(script, {"detached"})
+    assert found == {"setsid", "xargs", "find", "env", "nice", "stdbuf", "nohup", "flock", "timeout",
+                     *(f"foo-{c}" for c in "abcdefghij")}, found
+
+
+def test_a_closing_parenthesis_is_a_case_pattern_only_inside_case():
+    script = """x=$(sort f |
+  tr -d '\\r' | awk '{print}')
+case "$x" in
+  start|stop-all) run-a ;;
+  plain)
+    run-b
+    ;;
+esac
+y=$(a-cmd |
+  b-cmd)
+"""
+    assert shell_commands(script) == {"sort", "tr", "awk", "run-a", "run-b", "a-cmd", "b-cmd"}
+
+
+def test_a_single_quoted_program_may_span_lines():
+    script = """echo "it's" | awk -v x=1 '
+  /a/ { print; next }
+  match($0, /b/) { fflush() }
+' | tee f
+"""
+    assert shell_commands(script) == {"awk", "tee"}
+
+
+def test_the_templates_includes_are_read():
+    read = {p.name for p in SHELL_SOURCES}
+    assert {"upload-dir.sh.j2", "_prelude.sh.j2", "_progress.sh.j2", "_failure.sh.j2"} <= read
+
+
 def test_the_reader_finds_commands_in_every_position():
     script = """#!/usr/bin/env bash
 x=$(rsync -a a b | gzip) && FOO=1 shellcheck f || timeout 5 unshare -r true
@@ -183,7 +312,7 @@ ARR=(
 : "${X:-$(nproc)}"
 """
     assert shell_commands(script) == {"rsync", "gzip", "shellcheck", "unshare", "docker", "sha256sum",
-                                      "inner-tool", "cat", "hostname"}
+                                      "inner-tool", "cat", "hostname", "timeout"}
     code = 'import subprocess, shutil\nsubprocess.run(["nsenter", "-t"])\nshutil.which("git")\nsubprocess.run(argv)\n'
     assert python_commands(code) == {"nsenter", "git"}
 

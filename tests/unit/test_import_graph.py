@@ -21,8 +21,9 @@ def _type_checking_only(node: ast.AST) -> bool:
                                          or getattr(test, "attr", None) == "TYPE_CHECKING")
 
 
-def imported(path: Path, modules: set[str]) -> set[str]:
-    """The components modules `path` imports (at module level or inside functions)."""
+def imported(path: Path, modules: set[str], type_checking: bool = False) -> set[str]:
+    """The components modules `path` imports (at module level or inside functions); with
+    type_checking, those of its `if TYPE_CHECKING:` blocks too."""
     own = module_name(path)
     package = own.split(".") if path.name == "__init__.py" else own.split(".")[:-1]
     found: set[str] = set()
@@ -30,7 +31,7 @@ def imported(path: Path, modules: set[str]) -> set[str]:
     while todo:
         node = todo.pop()
         for child in ast.iter_child_nodes(node):
-            if _type_checking_only(child):
+            if _type_checking_only(child) and not type_checking:
                 todo.extend(child.orelse)
                 continue
             if isinstance(child, ast.ImportFrom):
@@ -44,9 +45,9 @@ def imported(path: Path, modules: set[str]) -> set[str]:
     return (found & modules) - {own}
 
 
-def import_graph() -> dict[str, set[str]]:
+def import_graph(type_checking: bool = False) -> dict[str, set[str]]:
     paths = {module_name(p): p for p in PACKAGE.rglob("*.py")}
-    return {name: imported(path, set(paths)) for name, path in paths.items()}
+    return {name: imported(path, set(paths), type_checking) for name, path in paths.items()}
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:

@@ -43,7 +43,7 @@ PROGRAM = textwrap.dedent('''
     def build():
         pulumi.runtime.set_mocks(Mocks(), project="blackwell-serving", stack=sys.argv[3], preview=True)
         from components.config import load_stack_file
-        from components.resources.stack import ServingStack, ServingStackArgs
+        from components.serving.stack import ServingStack, ServingStackArgs
         ServingStack(sys.argv[3], ServingStackArgs(load_stack_file(Path(sys.argv[2]))))
 
     build()

@@ -15,6 +15,7 @@ from components.config import load_stack_file
 from components.config.schema import DeploymentSpec
 from components.engines import ENGINES, ModelFileError
 from components.engines.llamacpp import gguf_reader
+from components.launches import launch_of
 
 ROOT = Path(__file__).resolve().parents[2]
 ENGINE = ENGINES["llamacpp"]
@@ -64,7 +65,7 @@ def test_the_lab_deployment_renders_llama_servers_own_command_line():
     assert ENGINE.env(d) == {}
     assert ENGINE.api_key_var == "LLAMA_API_KEY"   # llama-server's --api-key from the environment
     assert (ENGINE.health_path, ENGINE.metrics_path) == ("/health", "/metrics")
-    assert ENGINE.rank_argvs(d, "/models/x", None) == [ENGINE.argv(d, "/models/x")]
+    assert [list(r.argv) for r in launch_of(d).ranks(d, "/models/x", None)] == [ENGINE.argv(d, "/models/x")]
 
 
 def test_the_command_line_maps_the_common_keys():
@@ -122,14 +123,14 @@ def test_the_fit_check_computes_with_the_gguf_facts(tmp_path):
     (config, weights), source = ENGINE.fit_inputs(d, model)
     assert weights == (tmp_path / "tiny-llama-f32.gguf").stat().st_size and source.endswith("(GGUF)")
     assert config["num_hidden_layers"] == 2 and config["max_position_embeddings"] == 2048
-    from components.preflight.model_facts import model_facts_from_config
+    from components.sizing.model_facts import model_facts_from_config
     facts = model_facts_from_config(config, weight_bytes=weights)
     assert (facts.num_kv_heads, facts.head_dim, facts.dtype_bytes) == (1, 64, 2)   # f16 KV cache
     (tmp_path / "tiny-llama-f32.gguf").unlink()
     with pytest.raises(ModelFileError, match=r"tiny-llama-f32.gguf: .*fix: models.tiny-gguf.source.path"):
         ENGINE.fit_inputs(d, model)
     # the plan's fit check stops on it, naming the deployment
-    from components.preflight.stack_fit import PreflightError, stack_fit
+    from components.sizing.stack_fit import PreflightError, stack_fit
     with pytest.raises(PreflightError, match=r"(?s)deployment tiny-gguf: .*tiny-llama-f32.gguf.*Nothing was changed"):
         stack_fit(lab.model_copy(update={"deployments": [d], "models": [model]}), offline=True)
     assert ENGINES["vllm"].fit_inputs(lab.deployments[0], lab.models[0]) is None   # config.json: the default
@@ -166,3 +167,35 @@ def test_the_flag_check_falls_back_to_llama_servers_help(monkeypatch):
         sys.path.remove(str(ROOT / "templates" / "scripts"))
         for name in ("engine_flags", "engine_llamacpp"):
             sys.modules.pop(name, None)
+
+
+# Its memory semantics, its own (llama.cpp's common/arg.cpp and llama_context, the lab's pinned tree).
+def test_each_request_gets_max_model_len_the_slots_share_the_context():
+    """llama-server splits --ctx-size over its --parallel slots: max_model_len per request takes
+    max_model_len × slots; without --parallel, a unified cache of max_model_len."""
+    argv = ENGINE.argv(deployment(max_model_len=4096, max_num_seqs=4), "/c")
+    assert argv[argv.index("--ctx-size") + 1] == str(4 * 4096)
+    argv = ENGINE.argv(deployment(max_model_len=4096), "/c")
+    assert argv[argv.index("--ctx-size") + 1] == "4096" and "--parallel" not in argv
+    # The KV cache it allocates: n_ctx padded to 256 cells.
+    assert ENGINE.kv_tokens_allocated(deployment(max_model_len=1000, max_num_seqs=3)) == 3072
+
+
+@pytest.mark.parametrize("dtype", ["fp8", "fp8_e4m3", "bfloat16", "float16", "int3"])
+def test_a_kv_dtype_llama_server_does_not_take_is_refused_with_its_own_list(dtype):
+    with pytest.raises(ValueError, match=rf"kv_cache_dtype: '{dtype}' is not a KV cache dtype of llamacpp, which "
+                                         r"takes auto, f32, f16, bf16, q8_0, q4_0, q4_1, iq4_nl, q5_0, q5_1"):
+        deployment(kv_cache_dtype=dtype)
+
+
+@pytest.mark.parametrize("dtype", ["f16", "bf16", "q8_0", "q4_0", "iq4_nl", "q5_1"])
+def test_its_own_kv_dtypes_reach_both_cache_flags(dtype):
+    argv = ENGINE.argv(deployment(kv_cache_dtype=dtype), "/c")
+    assert argv[argv.index("--cache-type-k") + 1] == argv[argv.index("--cache-type-v") + 1] == dtype
+
+
+def test_a_memory_fraction_is_refused_it_takes_none():
+    with pytest.raises(ValueError, match=r"memory_fraction: llamacpp takes no memory share: llama-server allocates "
+                                         r".* fix: remove memory_fraction"):
+        deployment(memory_fraction=0.5)
+    assert ENGINE.memory_budget_fraction(deployment()) == 1.0

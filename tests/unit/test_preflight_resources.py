@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from components.preflight.model_facts import GB
+from components.sizing.model_facts import GB
 from components.preflight.resources import node_claims
 from tests.unit.mocked import STACKS, script_of
 from tests.unit.test_graph import dep_names, snap

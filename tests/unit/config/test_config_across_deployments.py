@@ -12,7 +12,7 @@ import re
 import pytest
 
 from components.config import load_stack_file
-from components.preflight.stack_fit import PreflightError, check_stack_fit, shared_node_problems, stack_fit
+from components.sizing.stack_fit import PreflightError, check_stack_fit, shared_node_problems, stack_fit
 from tests.unit.config.stacks import (P, both_paths_error, file_error, lab_ray_doc, load_engine_path,
                                       shipped_doc, write_doc)
 

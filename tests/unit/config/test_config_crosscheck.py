@@ -80,6 +80,8 @@ def test_ray_port_unused_without_a_ray_deployment_is_not_checked(tmp_path):
 def sglang_native(doc: dict) -> dict:
     d = doc["config"][P + "deployments"][0]
     d.update(engine="sglang", topology="native")
+    if d.get("kv_cache_dtype") == "fp8":
+        d["kv_cache_dtype"] = "fp8_e4m3"   # SGLang's spelling of it
     return d
 
 

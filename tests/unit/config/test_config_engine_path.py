@@ -108,7 +108,11 @@ def test_validation_imports_nothing_that_reaches_a_node(tmp_path):
     assert done.returncode == 0, done.stderr
     *modules, flags = done.stdout.split("\n")[:-1]
     # The engines' registry (components/engines: command lines, plain data) is what `engine:` selects;
-    # components.names: the generated names the checks compare (constants and f-strings only).
-    assert all(m in ("components", "components.names") or m.startswith(("components.config", "components.engines"))
+    # the launches (components/launches: which node runs which rank, plain data) what `topology:` selects;
+    # components.names: the generated names the checks compare (constants and f-strings only);
+    # components.platforms: what each gpu.kind is (plain data).
+    assert all(m in ("components", "components.names")
+               or m.startswith(("components.config", "components.engines", "components.launches",
+                                "components.platforms"))
                for m in modules), modules
     assert flags == "False False"

@@ -1,4 +1,4 @@
-"""Discovery's parsers on captured outputs of templates/scripts/discover.sh (data/README.md):
+"""Discovery's parsers on captured outputs of templates/scripts/discover.sh.j2 (data/README.md):
 the facts, the fabric chosen across machines, the engines found and what the stack gets."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from components.discover.engines import engine_services, served
 from components.discover.fabric import choose
 from components.discover.facts import DiscoveryError, ipv4_mapped_gid, parse
 from components.discover.nodes import fabric_item, gpu, node_item, node_name, service_items
-from components.discover.probe import SCRIPT
+from components.discover.probe import script
 from components import names
 
 DATA = Path(__file__).parent / "data"
@@ -137,8 +137,8 @@ def test_unknown_gpu_kind_stops_with_the_fix():
 def test_the_script_is_posix_sh_and_runs_here():
     """shellcheck as POSIX sh, then a real run under /bin/sh (dash here) on this machine, read-only:
     its output parses."""
-    lint = subprocess.run(["shellcheck", "-s", "sh", str(SCRIPT)], capture_output=True, text=True)
+    lint = subprocess.run(["shellcheck", "-s", "sh", "-"], input=script(), capture_output=True, text=True)
     assert lint.returncode == 0, lint.stdout
-    run = subprocess.run(["sh", str(SCRIPT), names.PREFIX], capture_output=True, text=True, timeout=120)
+    run = subprocess.run(["sh", "-s", names.PREFIX], input=script(), capture_output=True, text=True, timeout=120)
     here = parse("localhost", run.stdout)
     assert here.memory_kb > 0 and "lo" in here.netdevs

@@ -14,8 +14,11 @@ TEXT = "[Service]\nExecStart=/bin/true\n"
 OURS = sha256_text(TEXT)
 
 
-def unit(active="active", enabled="enabled", sha=OURS, load="loaded"):
-    return NodeFacts(units={"bws-x.service": UnitFacts(load, active, enabled, sha)})
+def unit(active="active", enabled="enabled", sha=OURS, load="loaded", result="", written="", put_back=False):
+    return NodeFacts(units={"bws-x.service": UnitFacts(load, active, enabled, sha, result, written, put_back)})
+
+
+WRITTEN = sha256_text("[Service]\nExecStart=/bin/true --max-model-len 256\n")  # what the last up wrote
 
 
 def link(state="up", oper="up", mtu=9000, addresses=("198.19.0.11",)):
@@ -31,9 +34,25 @@ CASES = [
     ("unit as written", RUNNING, {"n1": unit()}, None),
     ("unit stopped by hand", RUNNING, {"n1": unit(active="inactive")}, "drift: observed inactive"),
     ("unit crashed", RUNNING, {"n1": unit(active="failed")}, "drift: observed failed"),
+    ("unit systemd gave up on", RUNNING, {"n1": unit(active="failed", result="start-limit-hit")},
+     "drift: observed failed (start-limit-hit)"),
+    ("unit failed on its exit code", RUNNING, {"n1": unit(active="failed", result="exit-code")},
+     "drift: observed failed (exit-code)"),
+    ("unit stopped cleanly names no result", RUNNING, {"n1": unit(active="inactive", result="success")},
+     "drift: observed inactive"),
     ("unit starting counts as up", RUNNING, {"n1": unit(active="activating")}, None),
     ("unit disabled by hand", RUNNING, {"n1": unit(enabled="disabled")}, "drift: observed disabled"),
     ("unit file edited", RUNNING, {"n1": unit(sha="0" * 64)}, "drift: unit file bws-x.service edited on the node"),
+    # A config change (the program's text differs from what was written; the node's file is what
+    # was written) is the step's update, not a drift; an edit is the file differing from what was written.
+    ("unit text changed in the config", RUNNING, {"n1": unit(sha=WRITTEN, written=WRITTEN)}, None),
+    # A rollback put the previous text back while the state records the new one: no update shows it.
+    ("unit put back by a rollback", RUNNING, {"n1": unit(sha=WRITTEN, written=WRITTEN, put_back=True)},
+     "drift: unit file bws-x.service put back to its previous version by a rolled-back run"),
+    ("unit file edited after a write", RUNNING, {"n1": unit(sha="0" * 64, written=WRITTEN)},
+     "drift: unit file bws-x.service edited on the node"),
+    ("config change of a stopped unit", RUNNING, {"n1": unit(sha=WRITTEN, written=WRITTEN, active="inactive")},
+     "drift: observed inactive"),
     ("unit file deleted", RUNNING, {"n1": unit(sha="absent")}, "drift: unit file bws-x.service absent"),
     ("unit never probed", RUNNING, {"n1": NodeFacts()}, "drift: unit file bws-x.service absent"),
     # a foreign unit we retired

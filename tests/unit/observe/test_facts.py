@@ -9,6 +9,8 @@ from components.facts.observation import LinkFacts, ProbeOutputError, UnitFacts,
 SAMPLE = "\n".join([
     "unit\tbws-tiny.service\tloaded\tactive\tenabled\t" + "a" * 64,
     "unit\tglm.service\tloaded\tinactive\tdisabled\tabsent",
+    "unit\tbws-dead.service\tloaded\tfailed\tenabled\tabsent\tstart-limit-hit\t" + "b" * 64 + "\t",
+    "unit\tbws-back.service\tloaded\tactive\tenabled\t" + "c" * 64 + "\tsuccess\t" + "c" * 64 + "\tput-back",
     "unit\tgone.service\tnot-found\tinactive\t\tabsent",
     "image\tblackwell-serving/lab:abc\tsha256:1234",
     "image\tmissing:1\tabsent",
@@ -26,6 +28,10 @@ def test_parse_every_kind():
     f = parse(SAMPLE)
     assert f.units["bws-tiny.service"] == UnitFacts("loaded", "active", "enabled", "a" * 64)
     assert f.units["gone.service"].enabled == ""
+    assert f.units["bws-dead.service"].result == "start-limit-hit"
+    assert f.units["bws-dead.service"].written == "b" * 64 and not f.units["bws-dead.service"].put_back
+    assert f.units["bws-back.service"].put_back
+    assert f.units["glm.service"].result == ""  # a probe of an earlier version printed none
     assert f.images == {"blackwell-serving/lab:abc": "sha256:1234", "missing:1": "absent"}
     assert f.dirs == {"/var/lib/m/x": "absent"}
     assert f.links["eth1"] == LinkFacts("up", "up", 1500, ("198.19.0.11", "fe80::1"))

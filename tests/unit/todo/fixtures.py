@@ -2,7 +2,7 @@
 of resourcePreEvents, the stack output that says what each step is (a resOutputsEvent of the
 stack with outputs["todo_steps"]), the outputs the last `up` left, and a saved plan file
 (goal.parent, goal.dependencies), for the `lab` stack (data/Pulumi.lab.yaml) as
-components/resources/stack.py wires it. The table COMMANDS below is the whole graph, with the StepInfo
+components/serving/stack.py wires it. The table COMMANDS below is the whole graph, with the StepInfo
 each component declares; test_fixtures.py holds it against the real program built under mocks.
 Small functions turn it into events and a plan, so each test can change one row."""
 
@@ -60,7 +60,7 @@ class Cmd(NamedTuple):
     deps: tuple[str, ...] = ()
 
 
-# What gates every change: the preflight checks (components/resources/stack.py).
+# What gates every change: the preflight checks (components/serving/stack.py).
 GATES = ("lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
          "tiny-preflight-engine")
 IMAGE = ("vllm-lab-build", "vllm-lab-sync-lab-2")
@@ -93,7 +93,8 @@ COMMANDS: dict[str, Cmd] = {
         "lab-1", "image", do="Copy image vllm-lab to lab-2 over the fabric", undo="Remove image vllm-lab from lab-2"),
         ("vllm-lab-build",)),
     "tiny-to-lab-2": Cmd("remote", "tiny", StepInfo(
-        "lab-1", "model", do="Copy model tiny to lab-2 over the fabric", undo="Remove model tiny from lab-2"),
+        "lab-1", "model", do="Copy model tiny to lab-2 over the fabric", undo="Remove model tiny from lab-2",
+        redo="Copy model tiny to lab-2 again over the fabric (then the engines reading it there restart)"),
         ("tiny-fetch",)),
     "tiny-preflight-engine": Cmd("remote", "tiny-preflight", StepInfo(
         "lab-1", "preflight", do="Preflight: the engine image of tiny knows its model and takes its flags (probe on lab-1)",
@@ -123,7 +124,9 @@ COMMANDS: dict[str, Cmd] = {
         "lab-1", "serve", do="Install and start bws-tiny.service on lab-1",
         redo="Rewrite bws-tiny.service on lab-1 and restart it if what it runs changed",
         undo="Stop and remove bws-tiny.service from lab-1"),
-        (*IMAGE, "tiny-fetch", "tiny-to-lab-2", *GATES, "lab-1-glm-retire", "tiny-ray-ready", "tiny-lab-1-env")),
+        # and every Ray unit's start: a restart of one restarts the engine after it
+        (*IMAGE, "tiny-fetch", "tiny-to-lab-2", *GATES, "lab-1-glm-retire", "tiny-ray-ready", "tiny-lab-1-env",
+         "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install")),
     "tiny-health": Cmd("remote", "tiny#deployment", StepInfo(
         "lab-1", "verify", do="Health gate: a real chat completion from tiny", undo="Drop the health gate of tiny"),
         ("tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install", "tiny-lab-1-env", "tiny-lab-1-install")),

@@ -84,7 +84,8 @@ def test_dependencies_come_from_the_plan_and_precede_their_dependents(lab_items)
     assert set(by_id["tiny-lab-1-install"].depends_on) == {
         "lab-1-fabric-check", "lab-2-fabric-check", "lab-1-resources-check", "lab-2-resources-check",
         "tiny-preflight-engine", "lab-1-glm-retire", "vllm-lab-build",
-        "vllm-lab-sync-lab-2", "tiny-fetch", "tiny-to-lab-2", "tiny-ray-ready", "tiny-lab-1-env"}
+        "vllm-lab-sync-lab-2", "tiny-fetch", "tiny-to-lab-2", "tiny-ray-ready", "tiny-lab-1-env",
+        "tiny-ray-head-lab-1-install", "tiny-ray-worker-lab-2-install"}   # their starts restart it
     position = {i.id: n for n, i in enumerate(lab_items)}
     for item in lab_items:
         assert [position[d] for d in item.depends_on] == sorted(position[d] for d in item.depends_on)

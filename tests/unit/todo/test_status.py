@@ -88,7 +88,7 @@ def test_probe_script_asks_loopback_with_the_key_from_its_file():
     assert "http://127.0.0.1:8000/health" in script and "http://127.0.0.1:8000/v1/models" in script
     assert "/etc/blackwell-serving/tiny.env" in script and "VLLM_API_KEY" in script
     assert "-H @\"$headers\"" in script
-    assert "nvidia-smi --query-gpu=index,memory.used,memory.total" in script and "MemAvailable" in script
+    assert "gpu_query index,memory.used,memory.total" in script and "meminfo_kb MemAvailable" in script
     # Read-only: nothing that changes the node.
     for word in ("systemctl start", "systemctl stop", "docker run", "rm -rf", "> /etc"):
         assert word not in script
@@ -131,3 +131,15 @@ def test_cli_status_uses_the_outputs_and_no_preview(monkeypatch, capsys):
     assert cli.main(["--stack", "lab", "--status"]) == 0
     out = capsys.readouterr().out
     assert "Status of stack lab" in out and "27.3 tok/s decode" in out and "offline" in out
+
+
+def test_the_memory_ledger_sets_the_prediction_beside_the_engine_s_own_figure():
+    spec = snap("lab").spec
+    ledger = {"tiny": {"predicted": {"kv_tokens": 48_048}, "measured": {"kv_tokens": 43_680, "memory_bytes": 3 * 2**29},
+                       "kv_tokens_error_pct": 10.0},
+              "tiny-b": {"predicted": {"kv_tokens": 1000}, "measured": {"kv_tokens": None, "memory_bytes": None}}}
+    text = status("lab", spec, {"memory_ledger": ledger}, probe=FakeProbe({"lab-1": "", "lab-2": ""}))
+    assert ("memory: KV cache predicted 48,048 tokens, the engine's own 43,680 (+10.0 %); it held 1.50 GiB"
+            in text)
+    assert "memory: KV cache predicted 1,000 tokens, the engine's own not read yet" in text
+    assert "memory: no prediction (the model's config was not read)" in text   # tiny-gguf: no entry

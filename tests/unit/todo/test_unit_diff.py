@@ -19,7 +19,7 @@ def unit(max_len: str = "32768", env: dict | None = None, image: str = "vllm:1")
 
 def install_inputs(text: str, inputs: tuple[str, ...] = ("sha256:1",)) -> dict:
     create = render("scripts/install-unit.sh.j2", unit_text=text, unit_name="bws-d.service", env_file=None,
-                    container="bws-d", must_stay_up=True)
+                    container="bws-d", must_stay_up=True, release=None)
     delete = render("scripts/remove-unit.sh.j2", unit_name="bws-d.service", env_file=None)
     line = lambda which, inp: command_line(label="d-install on n", lock="d-install on n", scripts=[create, delete],
                                            which=which, timeout_s=60, inputs=inp)

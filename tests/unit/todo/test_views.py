@@ -127,3 +127,11 @@ def test_every_format_renders(lab_items):
         assert render(lab_items, fmt, "lab").endswith("\n")
     with pytest.raises(ValueError):
         render(lab_items, "yaml")
+
+
+def test_json_is_json_full_in_the_seeds_shape(lab_items):
+    """The seeds' shape is the full items' projection onto the schema's keys (the lab tests read
+    json-full once and check that projection against the schema)."""
+    keys = ("content", "priority", "status")
+    full = json.loads(render(lab_items, "json-full"))
+    assert json.loads(render(lab_items, "json")) == [{k: item[k] for k in keys} for item in full]

@@ -88,14 +88,29 @@ unit_running() {
   case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
   return 1
 }
+meminfo_kb() {
+  awk -v field="$1:" '$1 == field { kb = $2 } END { print kb + 0 }' "${2:-/proc}/meminfo" 2>/dev/null || echo 0
+}
+gpu_query() {
+  timeout -k 5 "${2:-30}" nvidia-smi --query-gpu="$1" --format=csv,noheader,nounits
+}
+nvidia_header() {
+  timeout -k 5 30 nvidia-smi 2>&1 | head -n 6
+}
+read_driver_version() {
+  sed -n 's/.*Driver Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1
+}
+read_driver_cuda() {
+  sed -n 's/.*CUDA Version: *\([0-9][0-9]*\(\.[0-9][0-9]*\)*\).*/\1/p' | head -n 1
+}
 proc=/proc
 cgroot=/sys/fs/cgroup
 node=lab-1
-need=26100000000
+need=13300000000
 fail() { log "node $node: $*; nothing was stopped"; exit 1; }
 gb() { awk -v b="$1" 'BEGIN { printf "%.1f GB", b / 1e9 }'; }
 # What the deployments claim here, one line each: BYTES WHAT
-claims=$(printf '%s\n' '12800000000 tiny: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[0].memory_fraction)' '500000000 tiny-b: Ray object store 0.5 GB (ray.object_store_gb)' '12800000000 tiny-gguf: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[2].memory_fraction)')
+claims=$(printf '%s\n' '12800000000 tiny: memory_fraction 0.8 × 16 GB × 1 GPU (deployments[0].memory_fraction)' '500000000 tiny-b: Ray object store 0.5 GB (ray.object_store_gb)')
 claimed=$(while read -r b what; do printf '%s %s, ' "$what" "$(gb "$b")"; done <<< "$claims")
 claimed=${claimed%, }
 
@@ -128,7 +143,7 @@ for entry in "${retired_cgroups[@]}"; do
   b=$(cat "$cgroot${entry%% *}/memory.current" 2>/dev/null || echo 0)
   retired_host=$((retired_host + b))
 done
-avail=$(( $(awk '/^MemAvailable:/ { print $2 }' "$proc/meminfo") * 1024 ))
+avail=$(( $(meminfo_kb MemAvailable "$proc") * 1024 ))
 
 log "no GPU expected: the stack declares none on $node ("'nodes[0].gpu.kind cpu'"); nvidia-smi, driver CUDA and container GPU checks not run"
 # A CPU engine's claim arithmetic says nothing of what it takes: the figures, not a verdict.

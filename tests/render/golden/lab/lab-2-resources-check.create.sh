@@ -88,6 +88,21 @@ unit_running() {
   case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
   return 1
 }
+meminfo_kb() {
+  awk -v field="$1:" '$1 == field { kb = $2 } END { print kb + 0 }' "${2:-/proc}/meminfo" 2>/dev/null || echo 0
+}
+gpu_query() {
+  timeout -k 5 "${2:-30}" nvidia-smi --query-gpu="$1" --format=csv,noheader,nounits
+}
+nvidia_header() {
+  timeout -k 5 30 nvidia-smi 2>&1 | head -n 6
+}
+read_driver_version() {
+  sed -n 's/.*Driver Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1
+}
+read_driver_cuda() {
+  sed -n 's/.*CUDA Version: *\([0-9][0-9]*\(\.[0-9][0-9]*\)*\).*/\1/p' | head -n 1
+}
 proc=/proc
 cgroot=/sys/fs/cgroup
 node=lab-2
@@ -117,7 +132,7 @@ for entry in "${retired_cgroups[@]}"; do
   b=$(cat "$cgroot${entry%% *}/memory.current" 2>/dev/null || echo 0)
   retired_host=$((retired_host + b))
 done
-avail=$(( $(awk '/^MemAvailable:/ { print $2 }' "$proc/meminfo") * 1024 ))
+avail=$(( $(meminfo_kb MemAvailable "$proc") * 1024 ))
 
 log "no GPU expected: the stack declares none on $node ("'nodes[1].gpu.kind cpu'"); nvidia-smi, driver CUDA and container GPU checks not run"
 # A CPU engine's claim arithmetic says nothing of what it takes: the figures, not a verdict.

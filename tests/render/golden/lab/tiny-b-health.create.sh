@@ -53,6 +53,7 @@ bws_exit() {
   esac
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
+    docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
     curl) package=curl ;;
     *) ;;
@@ -92,15 +93,33 @@ BWS_BODY_EOF
 ask() { curl -fsS --max-time "$1" -H @"$ask_dir/headers" --data-binary @"$ask_dir/body" "$base/v1/chat/completions"; }
 list_models() { curl -fsS --max-time "$1" -H @"$ask_dir/headers" "$base/v1/models"; }
 deadline=$(( $(date +%s) + 900 ))
+# systemd's restarts (activating, auto-restart) are waited out within the timeout; the gate fails
+# at once only when the unit has given up: failed, its start limit hit, or inactive with no
+# restart pending; or when it is in a crash loop: our units restart forever (StartLimitIntervalSec=0),
+# so more than 3 restarts since the gate began count as giving up.
+first_restarts=""
 until list_models 10 2>/dev/null | grep -q '"tiny-llama-b"'; do
-  if [ "$(date +%s)" -ge "$deadline" ]; then
-    log "no /v1/models listing" tiny-llama-b "after 900 s"
-    systemctl status bws-tiny-b.service --no-pager -n 20 >&2 || true
+  shown=$(systemctl show -p ActiveState,SubState,Result,NRestarts bws-tiny-b.service 2>/dev/null || true)
+  active=$(printf '%s\n' "$shown" | sed -n 's/^ActiveState=//p')
+  sub=$(printf '%s\n' "$shown" | sed -n 's/^SubState=//p')
+  result=$(printf '%s\n' "$shown" | sed -n 's/^Result=//p')
+  if [ "$active" = failed ] || [ "$result" = start-limit-hit ] \
+      || { [ "$active" = inactive ] && [ "$sub" != auto-restart ]; }; then
+    log bws-tiny-b.service "gave up: ${active:-unknown} (${result:-no result})"
+    journalctl -u bws-tiny-b.service -n 40 --no-pager >&2 || true
     exit 1
   fi
-  if ! systemctl is-active --quiet bws-tiny-b.service; then
-    log bws-tiny-b.service "is not running"
+  restarts=$(printf '%s\n' "$shown" | sed -n 's/^NRestarts=//p')
+  case "$restarts" in ''|*[!0-9]*) restarts=0 ;; esac
+  first_restarts=${first_restarts:-$restarts}
+  if [ $(( restarts - first_restarts )) -gt 3 ]; then
+    log bws-tiny-b.service "gave up: a crash loop ($(( restarts - first_restarts )) restarts since the gate began, ${active:-unknown}/${sub:-unknown})"
     journalctl -u bws-tiny-b.service -n 40 --no-pager >&2 || true
+    exit 1
+  fi
+  if [ "$(date +%s)" -ge "$deadline" ]; then
+    log "no /v1/models listing" tiny-llama-b "after 900 s (the unit is ${active:-unknown}/${sub:-unknown})"
+    systemctl status bws-tiny-b.service --no-pager -n 20 >&2 || true
     exit 1
   fi
   sleep 5
@@ -115,3 +134,10 @@ if ! printf '%s' "$reply" | grep -q '"choices"'; then
 fi
 log "completion answered in $ms ms"
 printf '%s\n' "$reply"
+since=$(systemctl show -p ActiveEnterTimestamp --value bws-tiny-b.service 2>/dev/null || true)
+if [ -n "$since" ]; then
+  { journalctl -u bws-tiny-b.service --since "$since" -o cat --no-pager 2>/dev/null || true; } \
+    | grep -F -- 'KV cache size:' | tail -n 3 | sed 's/^/kv-report=/' || true
+fi
+usage=$(docker stats --no-stream --format '{{.MemUsage}}' bws-tiny-b 2>/dev/null || true)
+printf 'memory-usage=%s\n' "${usage%% /*}"

@@ -163,14 +163,30 @@ TimeoutStopSec=60
 [Install]
 WantedBy=multi-user.target
 BWS_UNIT_EOF
+written="$record_dir"/bws-tiny-b-ray-head.service.written
 why=""
 if cmp -s "$unit_path.tmp" "$unit_path"; then
   rm -f "$unit_path.tmp"
+elif [ ! -e "$unit_path" ] && [ -f "$written" ] \
+    && [ "$(sha256sum < "$unit_path.tmp" | cut -d' ' -f1)" = "$(cat "$written")" ]; then
+  # Its file was removed on the node, and this text is the one written here before, which the
+  # unit runs: put back; it restarts only for the reasons below (not running, new inputs).
+  mv -f "$unit_path.tmp" "$unit_path"
+  log "its file was removed on the node: put back"
 else
   mv -f "$unit_path.tmp" "$unit_path"
   why="its text changed"
 fi
-if [ -n "$why" ] || [ "$(systemctl show -p NeedDaemonReload --value bws-tiny-b-ray-head.service)" = yes ]; then
+# The hash of the text written here: the observation tells a file edited on the node (it differs
+# from this) from a config change (the program's text differs from this; components/facts/unit_state.py).
+sha256sum < "$unit_path" | cut -d' ' -f1 > "$written"
+rm -f /var/lib/blackwell-serving/units/bws-tiny-b-ray-head.service.put-back
+# systemd reads the file again when it changed, or when it had lost it (not-found).
+loaded=$(systemctl show -p NeedDaemonReload,LoadState bws-tiny-b-ray-head.service 2>/dev/null || true)
+case "$loaded" in
+  *NeedDaemonReload=yes*|*LoadState=not-found*) loaded=stale ;;
+esac
+if [ -n "$why" ] || [ "$loaded" = stale ]; then
   systemctl daemon-reload
 fi
 systemctl enable bws-tiny-b-ray-head.service >/dev/null 2>&1
@@ -193,6 +209,8 @@ if [ -z "$why" ]; then
   log "unchanged and running: not restarted"
 else
   log "restarting: $why"
+  # A unit systemd gave up on (failed, start limit hit) starts again only once reset.
+  systemctl reset-failed bws-tiny-b-ray-head.service 2>/dev/null || true
   systemctl restart bws-tiny-b-ray-head.service
   printf '%s\n' "$inputs" > "$record.tmp"
   mv -f "$record.tmp" "$record"

@@ -80,7 +80,8 @@ bws_exit() {
   fi
 }
 systemctl disable --now bws-tiny-b-ray-worker.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-b-ray-worker.service /var/lib/blackwell-serving/units/bws-tiny-b-ray-worker.service.inputs
+rm -f /etc/systemd/system/bws-tiny-b-ray-worker.service /var/lib/blackwell-serving/units/bws-tiny-b-ray-worker.service.inputs \
+  /var/lib/blackwell-serving/units/bws-tiny-b-ray-worker.service.written /var/lib/blackwell-serving/units/bws-tiny-b-ray-worker.service.put-back
 systemctl daemon-reload
 systemctl reset-failed bws-tiny-b-ray-worker.service >/dev/null 2>&1 || true
 log "removed"

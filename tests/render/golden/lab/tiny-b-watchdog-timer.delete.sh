@@ -82,6 +82,7 @@ systemctl disable --now bws-tiny-b-watchdog.timer >/dev/null 2>&1 || true
 systemctl stop bws-tiny-b-watchdog.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/bws-tiny-b-watchdog.timer /etc/systemd/system/bws-tiny-b-watchdog.service /var/lib/blackwell-serving/watchdog/tiny-b.sh
 rm -f /run/blackwell-serving/watchdog/tiny-b.failures /run/blackwell-serving/watchdog/tiny-b.answered
+rm -f /run/blackwell-serving/watchdog/tiny-b.restarts /var/lib/blackwell-serving/textfile/bws-watchdog-tiny-b.prom
 systemctl daemon-reload
 systemctl reset-failed bws-tiny-b-watchdog.service bws-tiny-b-watchdog.timer >/dev/null 2>&1 || true
 log "removed"

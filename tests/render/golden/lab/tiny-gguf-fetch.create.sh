@@ -107,6 +107,9 @@ cache_intact() {
   [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
     && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
 }
+placed() {
+  printf 'placed=%s\n' "$(stat -c %i "$1")"
+}
 final=/var/lib/blackwell-serving/models/blackwell-lab--tiny-llama-gguf--lab-v1
 staging=/var/lib/blackwell-serving/models/.staging/blackwell-lab--tiny-llama-gguf--lab-v1
 # A cache installed before fingerprints were recorded: verified in full once, then fingerprinted.
@@ -117,6 +120,7 @@ fi
 if [ ! -d "$staging" ]; then
   if cache_intact "$final"; then
     log "already cached at $final"
+    placed "$final"
     exit 0
   fi
   log "the upload to $staging is missing"
@@ -135,3 +139,4 @@ mv -f "$staging.stat.tmp" "$staging/.blackwell-manifest.stat"
 rm -rf "$final"
 mv "$staging" "$final"
 log "cached at $final ($(du -sh "$final" | cut -f1))"
+placed "$final"

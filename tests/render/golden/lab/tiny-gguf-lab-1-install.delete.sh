@@ -80,7 +80,8 @@ bws_exit() {
   fi
 }
 systemctl disable --now bws-tiny-gguf.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny-gguf.service /var/lib/blackwell-serving/units/bws-tiny-gguf.service.inputs
+rm -f /etc/systemd/system/bws-tiny-gguf.service /var/lib/blackwell-serving/units/bws-tiny-gguf.service.inputs \
+  /var/lib/blackwell-serving/units/bws-tiny-gguf.service.written /var/lib/blackwell-serving/units/bws-tiny-gguf.service.put-back
 systemctl daemon-reload
 systemctl reset-failed bws-tiny-gguf.service >/dev/null 2>&1 || true
 log "removed"

@@ -82,6 +82,7 @@ systemctl disable --now bws-tiny-gguf-watchdog.timer >/dev/null 2>&1 || true
 systemctl stop bws-tiny-gguf-watchdog.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/bws-tiny-gguf-watchdog.timer /etc/systemd/system/bws-tiny-gguf-watchdog.service /var/lib/blackwell-serving/watchdog/tiny-gguf.sh
 rm -f /run/blackwell-serving/watchdog/tiny-gguf.failures /run/blackwell-serving/watchdog/tiny-gguf.answered
+rm -f /run/blackwell-serving/watchdog/tiny-gguf.restarts /var/lib/blackwell-serving/textfile/bws-watchdog-tiny-gguf.prom
 systemctl daemon-reload
 systemctl reset-failed bws-tiny-gguf-watchdog.service bws-tiny-gguf-watchdog.timer >/dev/null 2>&1 || true
 log "removed"

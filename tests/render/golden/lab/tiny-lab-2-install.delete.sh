@@ -80,7 +80,8 @@ bws_exit() {
   fi
 }
 systemctl disable --now bws-tiny.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-tiny.service /var/lib/blackwell-serving/units/bws-tiny.service.inputs
+rm -f /etc/systemd/system/bws-tiny.service /var/lib/blackwell-serving/units/bws-tiny.service.inputs \
+  /var/lib/blackwell-serving/units/bws-tiny.service.written /var/lib/blackwell-serving/units/bws-tiny.service.put-back
 systemctl daemon-reload
 systemctl reset-failed bws-tiny.service >/dev/null 2>&1 || true
 log "removed"

@@ -90,7 +90,11 @@ cat > /var/lib/blackwell-serving/watchdog/tiny-rank1.sh.tmp <<'BWS_SCRIPT_EOF'
 # new head waits for it at the rendezvous: the deployment never serves again (vLLM 0.32, found in
 # the lab). So: once this start of the rank has held a connection to the head, `failures` checks
 # in a row without any restart the rank's unit, which meets the new head. A rank that has not
-# joined yet (its head is down or loading) is left waiting.
+# joined yet is left waiting while its head is down or loading (its rendezvous port closed), or
+# while the rank itself is young (it connects once its imports are done). A start that has had
+# time to connect and holds no connection to a head that listens at its rendezvous port joined
+# a head that is gone (a rank restarted just before its head: the next head waits for it in
+# vain) and counts as lost too.
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'rank watch tiny-rank1' "$*" >&2; bws_said+=("$*"); }
@@ -202,13 +206,21 @@ if [ "$links" -gt 0 ]; then
   rm -f "$count"
   exit 0
 fi
+lost="the head restarted without this rank"
 if [ "$(cat "$joined" 2>/dev/null || true)" != "$run" ]; then
-  log "this start of $engine has not joined its head ("198.19.0.11") yet; waiting"
-  exit 0
+  since=$(date -d "$(systemctl show -p ActiveEnterTimestamp --value "$engine")" +%s 2>/dev/null || date +%s)
+  age=$(( $(date +%s) - since ))
+  if [ "$age" -lt 90 ] \
+      || ! timeout 3 bash -c 'exec 3<>"/dev/tcp/$1/$2"' _ 198.19.0.11 20000 2>/dev/null; then
+    rm -f "$count"
+    log "this start of $engine has not joined its head ("198.19.0.11") yet; waiting"
+    exit 0
+  fi
+  lost="this start (${age} s old) never held one, and the head listens at its rendezvous port 20000"
 fi
 n=$(( $(cat "$count" 2>/dev/null || echo 0) + 1 ))
 echo "$n" > "$count"
-log "no connection to the head "198.19.0.11" ($n of 2 in a row): the head restarted without this rank"
+log "no connection to the head "198.19.0.11" ($n of 2 in a row): $lost"
 if [ "$n" -ge 2 ]; then
   log "restarting $engine to meet the head again (2 checks in a row)"
   rm -f "$count" "$joined"

@@ -82,6 +82,7 @@ systemctl disable --now bws-tiny-rank1-watch.timer >/dev/null 2>&1 || true
 systemctl stop bws-tiny-rank1-watch.service >/dev/null 2>&1 || true
 rm -f /etc/systemd/system/bws-tiny-rank1-watch.timer /etc/systemd/system/bws-tiny-rank1-watch.service /var/lib/blackwell-serving/watchdog/tiny-rank1.sh
 rm -f /run/blackwell-serving/watchdog/tiny-rank1.failures /run/blackwell-serving/watchdog/tiny-rank1.joined
+rm -f /run/blackwell-serving/watchdog/tiny-rank1.restarts /var/lib/blackwell-serving/textfile/bws-watchdog-tiny-rank1.prom
 systemctl daemon-reload
 systemctl reset-failed bws-tiny-rank1-watch.service bws-tiny-rank1-watch.timer >/dev/null 2>&1 || true
 log "removed"

@@ -185,6 +185,18 @@ install -d -m 0700 "$state"
 count="$state/"qwen35-397b.failures
 answered="$state/"qwen35-397b.answered
 skipped="$state/"qwen35-397b.skipped
+# The restarts it made, as node_exporter's textfile collector reads them: 0 from its first run
+# (a runtime count: a reboot resets it, as Prometheus expects of a counter).
+restarts="$state/"qwen35-397b.restarts
+textfile=/var/lib/blackwell-serving/textfile/bws-watchdog-qwen35-397b.prom
+write_restarts() {
+  install -d -m 0755 "$(dirname "$textfile")"
+  printf '# HELP %s Restarts the blackwell-serving watchdog made of a wedged engine.\n# TYPE %s counter\n%s{deployment="%s"} %s\n' \
+    bws_watchdog_restarts_total bws_watchdog_restarts_total \
+    bws_watchdog_restarts_total qwen35-397b "$(cat "$restarts" 2>/dev/null || echo 0)" > "$textfile.tmp"
+  mv -f "$textfile.tmp" "$textfile"
+}
+write_restarts
 if ! systemctl is-active --quiet "$engine"; then
   rm -f "$count"
   props=$(systemctl show -p ActiveState -p SubState -p Result -p InactiveEnterTimestamp \
@@ -217,7 +229,7 @@ if reply=$(ask 30 2>&1) && printf '%s' "$reply" | grep -q '"choices"'; then
 fi
 if [ "$(cat "$answered" 2>/dev/null || true)" != "$run" ]; then
   started=$(systemctl show -p ActiveEnterTimestampMonotonic --value "$engine")
-  now=$(awk '{ printf "%d", $1 * 1000000 }' /proc/uptime)
+  now=$(awk '{ printf "%.0f", $1 * 1000000 }' /proc/uptime)
   if [ $(( (now - started) / 1000000 )) -lt 1800 ]; then
     log "no answer yet from this start of $engine; within its 1800 s to load"
     exit 0
@@ -228,6 +240,8 @@ echo "$n" > "$count"
 log "no completion ($n of 3 in a row): ${reply:0:300}"
 if [ "$n" -ge 3 ]; then
   log "restarting" bws-qwen35-397b.service "(3 failed checks in a row)"
+  echo $(( $(cat "$restarts" 2>/dev/null || echo 0) + 1 )) > "$restarts"
+  write_restarts
   systemctl restart bws-qwen35-397b.service
   rm -f "$count"
 fi

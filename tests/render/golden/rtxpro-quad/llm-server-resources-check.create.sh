@@ -89,6 +89,21 @@ unit_running() {
   case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
   return 1
 }
+meminfo_kb() {
+  awk -v field="$1:" '$1 == field { kb = $2 } END { print kb + 0 }' "${2:-/proc}/meminfo" 2>/dev/null || echo 0
+}
+gpu_query() {
+  timeout -k 5 "${2:-30}" nvidia-smi --query-gpu="$1" --format=csv,noheader,nounits
+}
+nvidia_header() {
+  timeout -k 5 30 nvidia-smi 2>&1 | head -n 6
+}
+read_driver_version() {
+  sed -n 's/.*Driver Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1
+}
+read_driver_cuda() {
+  sed -n 's/.*CUDA Version: *\([0-9][0-9]*\(\.[0-9][0-9]*\)*\).*/\1/p' | head -n 1
+}
 proc=/proc
 cgroot=/sys/fs/cgroup
 node=llm-server
@@ -129,7 +144,7 @@ for entry in "${retired_cgroups[@]}"; do
   b=$(cat "$cgroot${entry%% *}/memory.current" 2>/dev/null || echo 0)
   retired_host=$((retired_host + b))
 done
-avail=$(( $(awk '/^MemAvailable:/ { print $2 }' "$proc/meminfo") * 1024 ))
+avail=$(( $(meminfo_kb MemAvailable "$proc") * 1024 ))
 
 key='nodes[0]'        # the node's entry in nodes:
 kind=rtx-pro-6000
@@ -138,7 +153,7 @@ count=4
 lower='deployments[0].memory_fraction'
 command -v nvidia-smi >/dev/null 2>&1 \
   || fail "nvidia-smi is not installed, so no GPU is visible; fix: install the NVIDIA driver and its utilities on $node"
-if ! gpus=$(nvidia-smi --query-gpu=index,uuid,name,memory.total,memory.free --format=csv,noheader,nounits 2>&1); then
+if ! gpus=$(gpu_query index,uuid,name,memory.total,memory.free 2>&1); then
   fail "nvidia-smi fails: $(tr '\n' ' ' <<< "$gpus"); fix: check the NVIDIA driver on $node (nvidia-smi must list its GPUs)"
 fi
 seen=$(grep -c . <<< "$gpus" || true)
@@ -155,9 +170,9 @@ log "$seen GPU(s) visible: $names"
 
 # The driver's CUDA version: the highest the driver runs (nvidia-smi's header), against what the
 # engines here were built for (images[].min_cuda).
-header=$(nvidia-smi 2>&1 | head -n 6 || true)
-driver=$(sed -n 's/.*Driver Version: *\([0-9.]*\).*/\1/p' <<< "$header" | head -n 1)
-driver_cuda=$(sed -n 's/.*CUDA Version: *\([0-9][0-9]*\.[0-9][0-9]*\).*/\1/p' <<< "$header" | head -n 1)
+header=$(nvidia_header || true)
+driver=$(read_driver_version <<< "$header")
+driver_cuda=$(read_driver_cuda <<< "$header")
 need_cuda=13.0
 cuda_key='images[0].min_cuda'
 cuda_image=sglang-main

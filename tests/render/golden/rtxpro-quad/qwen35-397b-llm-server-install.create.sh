@@ -145,14 +145,30 @@ LimitNOFILE=1048576
 [Install]
 WantedBy=multi-user.target
 BWS_UNIT_EOF
+written="$record_dir"/bws-qwen35-397b.service.written
 why=""
 if cmp -s "$unit_path.tmp" "$unit_path"; then
   rm -f "$unit_path.tmp"
+elif [ ! -e "$unit_path" ] && [ -f "$written" ] \
+    && [ "$(sha256sum < "$unit_path.tmp" | cut -d' ' -f1)" = "$(cat "$written")" ]; then
+  # Its file was removed on the node, and this text is the one written here before, which the
+  # unit runs: put back; it restarts only for the reasons below (not running, new inputs).
+  mv -f "$unit_path.tmp" "$unit_path"
+  log "its file was removed on the node: put back"
 else
   mv -f "$unit_path.tmp" "$unit_path"
   why="its text changed"
 fi
-if [ -n "$why" ] || [ "$(systemctl show -p NeedDaemonReload --value bws-qwen35-397b.service)" = yes ]; then
+# The hash of the text written here: the observation tells a file edited on the node (it differs
+# from this) from a config change (the program's text differs from this; components/facts/unit_state.py).
+sha256sum < "$unit_path" | cut -d' ' -f1 > "$written"
+rm -f /var/lib/blackwell-serving/units/bws-qwen35-397b.service.put-back
+# systemd reads the file again when it changed, or when it had lost it (not-found).
+loaded=$(systemctl show -p NeedDaemonReload,LoadState bws-qwen35-397b.service 2>/dev/null || true)
+case "$loaded" in
+  *NeedDaemonReload=yes*|*LoadState=not-found*) loaded=stale ;;
+esac
+if [ -n "$why" ] || [ "$loaded" = stale ]; then
   systemctl daemon-reload
 fi
 systemctl enable bws-qwen35-397b.service >/dev/null 2>&1
@@ -174,6 +190,8 @@ if [ -z "$why" ]; then
   log "unchanged and running: not restarted"
 else
   log "restarting: $why"
+  # A unit systemd gave up on (failed, start limit hit) starts again only once reset.
+  systemctl reset-failed bws-qwen35-397b.service 2>/dev/null || true
   systemctl restart bws-qwen35-397b.service
   printf '%s\n' "$inputs" > "$record.tmp"
   mv -f "$record.tmp" "$record"

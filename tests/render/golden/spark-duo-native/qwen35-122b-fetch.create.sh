@@ -109,6 +109,9 @@ cache_intact() {
   [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
     && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
 }
+placed() {
+  printf 'placed=%s\n' "$(stat -c %i "$1")"
+}
 final=/var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
 staging=/var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
 # A cache installed before fingerprints were recorded: verified in full once, then fingerprinted.
@@ -118,6 +121,7 @@ if [ -f "$final/.blackwell-manifest.sha256" ] && [ ! -f "$final/.blackwell-manif
 fi
 if cache_intact "$final"; then
   log "already cached at $final"
+  placed "$final"
   exit 0
 fi
 install -d -m 0755 "$(dirname "$final")" "$(dirname "$staging")"
@@ -150,3 +154,4 @@ mv -f "$staging.stat.tmp" "$staging/.blackwell-manifest.stat"
 rm -rf "$final"
 mv "$staging" "$final"
 log "cached at $final ($(du -sh "$final" | cut -f1))"
+placed "$final"

@@ -116,12 +116,16 @@ cache_intact() {
   [ -f "$1/.blackwell-manifest.sha256" ] && [ -f "$1/.blackwell-manifest.stat" ] \
     && cache_stat "$1" | cmp -s - "$1/.blackwell-manifest.stat"
 }
+placed() {
+  printf 'placed=%s\n' "$(stat -c %i "$1")"
+}
 final=/var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
 manifest="$final/.blackwell-manifest.sha256"
 # Already there: the same manifest, and the peer's files still match its fingerprint.
 if peer cat /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000/.blackwell-manifest.sha256 2>/dev/null | cmp -s - "$manifest" \
    && peer "$(declare -f cache_stat cache_intact); cache_intact $(printf %q "$final")"; then
   log "already there"
+  peer "$(declare -f placed); placed $(printf %q "$final")"
   exit 0
 fi
 peer mkdir -p /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000
@@ -155,3 +159,4 @@ fi
 log "verifying on the peer"
 peer 'cd /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 && sha256sum -c --quiet .blackwell-manifest.sha256 && rm -rf /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 && mv /var/lib/blackwell-serving/models/.staging/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000 /var/lib/blackwell-serving/models/Qwen--Qwen3.5-122B-A10B-FP8--0000000000000000000000000000000000000000'
 log "copied and verified"
+peer "$(declare -f placed); placed $(printf %q "$final")"

@@ -57,6 +57,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
+    awk) package=mawk ;;
     python3) package=python3 ;;
     *) ;;
   esac
@@ -199,14 +200,30 @@ TimeoutStopSec=60
 [Install]
 WantedBy=multi-user.target
 BWS_UNIT_EOF
+written="$record_dir"/bws-qwen35-sglang.service.written
 why=""
 if cmp -s "$unit_path.tmp" "$unit_path"; then
   rm -f "$unit_path.tmp"
+elif [ ! -e "$unit_path" ] && [ -f "$written" ] \
+    && [ "$(sha256sum < "$unit_path.tmp" | cut -d' ' -f1)" = "$(cat "$written")" ]; then
+  # Its file was removed on the node, and this text is the one written here before, which the
+  # unit runs: put back; it restarts only for the reasons below (not running, new inputs).
+  mv -f "$unit_path.tmp" "$unit_path"
+  log "its file was removed on the node: put back"
 else
   mv -f "$unit_path.tmp" "$unit_path"
   why="its text changed"
 fi
-if [ -n "$why" ] || [ "$(systemctl show -p NeedDaemonReload --value bws-qwen35-sglang.service)" = yes ]; then
+# The hash of the text written here: the observation tells a file edited on the node (it differs
+# from this) from a config change (the program's text differs from this; components/facts/unit_state.py).
+sha256sum < "$unit_path" | cut -d' ' -f1 > "$written"
+rm -f /var/lib/blackwell-serving/units/bws-qwen35-sglang.service.put-back
+# systemd reads the file again when it changed, or when it had lost it (not-found).
+loaded=$(systemctl show -p NeedDaemonReload,LoadState bws-qwen35-sglang.service 2>/dev/null || true)
+case "$loaded" in
+  *NeedDaemonReload=yes*|*LoadState=not-found*) loaded=stale ;;
+esac
+if [ -n "$why" ] || [ "$loaded" = stale ]; then
   systemctl daemon-reload
 fi
 systemctl enable bws-qwen35-sglang.service >/dev/null 2>&1
@@ -234,6 +251,53 @@ if [ -z "$why" ]; then
   log "unchanged and running: not restarted"
 else
   log "restarting: $why"
+  # A unit systemd gave up on (failed, start limit hit) starts again only once reset.
+  systemctl reset-failed bws-qwen35-sglang.service 2>/dev/null || true
+  # A swap: the old engine's memory back before the new one starts (_memory_release.sh.j2).
+  if systemctl is-active --quiet bws-qwen35-sglang.service; then
+meminfo_kb() {
+  awk -v field="$1:" '$1 == field { kb = $2 } END { print kb + 0 }' "${2:-/proc}/meminfo" 2>/dev/null || echo 0
+}
+mem_available() { echo $(( $(meminfo_kb MemAvailable) * 1024 )); }
+held_by() {  # UNIT [CONTAINER] -> bytes of anon + shmem in its cgroup (0 when unknown)
+  local cg="" pid
+  if [ -n "${2:-}" ]; then
+    pid=$(docker inspect --format '{{.State.Pid}}' "$2" 2>/dev/null || true)
+    [ -n "$pid" ] && [ "$pid" != 0 ] && cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2>/dev/null || true)
+  fi
+  [ -n "$cg" ] || cg=$(systemctl show -p ControlGroup --value "$1" 2>/dev/null || true)
+  # A path from outside this machine's cgroup root (a node that is itself a container): the
+  # longest tail of it that is there.
+  while [ -n "$cg" ] && [ ! -r "/sys/fs/cgroup$cg/memory.stat" ] && [ "${cg#/*/}" != "$cg" ]; do
+    cg="/${cg#/*/}"
+  done
+  if [ -n "$cg" ] && [ -r "/sys/fs/cgroup$cg/memory.stat" ]; then
+    awk '$1 == "anon" || $1 == "shmem" { sum += $2 } END { printf "%.0f", sum }' "/sys/fs/cgroup$cg/memory.stat"
+  else
+    echo 0
+  fi
+}
+stop_and_await_release() {
+  local unit=$1 container=${2:-} bound=1000000000 held before due now deadline
+  held=$(held_by "$unit" "$container")
+  before=$(mem_available)
+  systemctl stop "$unit"
+  due=$(( before + held - bound ))
+  deadline=$(( $(date +%s) + 120 ))
+  while now=$(mem_available); [ "$now" -lt "$due" ]; do
+    if [ "$(date +%s)" -ge "$deadline" ]; then
+      log "$unit held $(( held / 1000000 )) MB; $(( 120 )) s after its stop MemAvailable is" \
+          "$(( now / 1000000 )) MB, short of the $(( due / 1000000 )) MB due (it was $(( before / 1000000 )) MB;" \
+          "bound $(( bound / 1000000 )) MB): its memory is not back, so the new engine is not started; fix: find what" \
+          "holds it (a process outside the unit, files in /dev/shm) or raise memory_release.bound_gb"
+      exit 1
+    fi
+    sleep 2
+  done
+  log "$unit stopped: $(( held / 1000000 )) MB back (MemAvailable $(( before / 1000000 )) -> $(( now / 1000000 )) MB)"
+}
+    stop_and_await_release bws-qwen35-sglang.service bws-qwen35-sglang
+  fi
   systemctl restart bws-qwen35-sglang.service
   printf '%s\n' "$inputs" > "$record.tmp"
   mv -f "$record.tmp" "$record"

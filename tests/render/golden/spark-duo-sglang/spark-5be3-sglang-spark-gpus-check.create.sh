@@ -91,6 +91,18 @@ tag=blackwell-serving/sglang-spark:3179620c3637
 count=1
 bound=120
 fail() { log "node $node: $*; nothing was stopped"; exit 1; }
+gpu_query() {
+  timeout -k 5 "${2:-30}" nvidia-smi --query-gpu="$1" --format=csv,noheader,nounits
+}
+nvidia_header() {
+  timeout -k 5 30 nvidia-smi 2>&1 | head -n 6
+}
+read_driver_version() {
+  sed -n 's/.*Driver Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1
+}
+read_driver_cuda() {
+  sed -n 's/.*CUDA Version: *\([0-9][0-9]*\(\.[0-9][0-9]*\)*\).*/\1/p' | head -n 1
+}
 fix="fix: install the NVIDIA Container Toolkit on $node and register it with Docker (nvidia-ctk runtime configure --runtime=docker; systemctl restart docker)"
 requires=$(timeout -k 5 30 docker image inspect --format '{{range .Config.Env}}{{println .}}{{end}}' "$tag" 2>/dev/null \
   | sed -n 's/^NVIDIA_REQUIRE_CUDA=\([^ ]*\).*/\1/p' | head -n 1)
@@ -101,7 +113,7 @@ if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
   fail "docker run --gpus all $tag nvidia-smi -L did not finish in $bound s; $fix"
 fi
 if [ "$rc" -ne 0 ] && grep -q 'unsatisfied condition: cuda' <<< "$out"; then
-  driver_cuda=$(nvidia-smi 2>/dev/null | sed -n 's/.*CUDA Version: *\([0-9][0-9.]*\).*/\1/p' | head -n 1)
+  driver_cuda=$(nvidia_header 2>/dev/null | read_driver_cuda)
   fail "image $image requires ${requires:-a newer CUDA} (its NVIDIA_REQUIRE_CUDA) and the driver on $node supports" \
        "CUDA ${driver_cuda:-?}, so the NVIDIA runtime refuses to start it ($said); fix: install an NVIDIA driver for" \
        "that CUDA on $node, or use an image built for CUDA ${driver_cuda:-the driver supports}"

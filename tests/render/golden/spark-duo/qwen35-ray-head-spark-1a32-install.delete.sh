@@ -80,7 +80,8 @@ bws_exit() {
   fi
 }
 systemctl disable --now bws-qwen35-ray-head.service >/dev/null 2>&1 || true
-rm -f /etc/systemd/system/bws-qwen35-ray-head.service /var/lib/blackwell-serving/units/bws-qwen35-ray-head.service.inputs
+rm -f /etc/systemd/system/bws-qwen35-ray-head.service /var/lib/blackwell-serving/units/bws-qwen35-ray-head.service.inputs \
+  /var/lib/blackwell-serving/units/bws-qwen35-ray-head.service.written /var/lib/blackwell-serving/units/bws-qwen35-ray-head.service.put-back
 systemctl daemon-reload
 systemctl reset-failed bws-qwen35-ray-head.service >/dev/null 2>&1 || true
 log "removed"

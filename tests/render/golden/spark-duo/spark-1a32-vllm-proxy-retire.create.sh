@@ -82,8 +82,11 @@ bws_exit() {
 unit_state() {
   local sha=absent path="/etc/systemd/system/$1"
   [ -f "$path" ] && sha=$(sha256sum < "$path" | cut -d' ' -f1)
-  printf 'unit\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
-    "$(systemctl is-active "$1" 2>/dev/null)" "$(systemctl is-enabled "$1" 2>/dev/null)" "$sha"
+  printf 'unit\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n' "$1" "$(systemctl show -p LoadState --value "$1" 2>/dev/null)" \
+    "$(systemctl is-active "$1" 2>/dev/null)" "$(systemctl is-enabled "$1" 2>/dev/null)" "$sha" \
+    "$(systemctl show -p Result --value "$1" 2>/dev/null)" \
+    "$(cat /var/lib/blackwell-serving/units/"$1".written 2>/dev/null)" \
+    "$([ -e /var/lib/blackwell-serving/units/"$1".put-back ] && echo put-back)"
 }
 record=/var/lib/blackwell-serving/retired/vllm-proxy.service.state
 install -d -m 0755 "$(dirname "$record")"
