@@ -237,6 +237,16 @@ def one_node(c: dict) -> None:
     c.pop("blackwell-serving:fabric", None)
 
 
+def base_image_only(c: dict) -> None:
+    """The engine image without its upgrade layer: the base image itself, only pulled. For the
+    one-engine stacks whose tests are not about the image: a destroy removes the derived image, so
+    each of them would build it again (about a minute, pip over the network) for nothing."""
+    image = c["blackwell-serving:images"][0]
+    image.pop("transformers", None)
+    image.pop("pip", None)
+    image.pop("pip_ca_bundle", None)
+
+
 def destroy_lab_stack() -> None:
     """Start from a lab where nothing of ours is deployed (glm running), as an operator finds it:
     the operator's `lab` stack destroyed (a no-op when it already is)."""

@@ -12,7 +12,7 @@ import shutil
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import SPEC, Stack, destroy_lab_stack, nodes_as_found, one_node, require_lab, sh
+from tests.lab.helpers import SPEC, Stack, base_image_only, destroy_lab_stack, nodes_as_found, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
 LAB_STATE = "clean"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
@@ -45,6 +45,7 @@ def test_engine_without_the_architecture_stops_up_before_any_unit(lab_clean, tmp
         img["nodes"] = ["lab-1"]
         d.update(nodes=["lab-1"], topology="single", tensor_parallel=1)
         d.pop("executor", None)
+        base_image_only(c)  # the probe runs in whichever image the deployment names
 
     stack = Stack(tmp_path, "lab-novel-arch", novel_model_on_one_node)
     before = nodes_as_found()
@@ -63,6 +64,7 @@ def test_engine_without_the_architecture_stops_up_before_any_unit(lab_clean, tmp
 def test_misspelled_flag_and_wrong_choice_stop_up_at_the_engine_probe(lab_clean, tmp_path):
     def bad_flags(c):
         one_node(c)
+        base_image_only(c)
         c["blackwell-serving:deployments"][0]["extra_args"] = ["--enforce-eagerr", "--dtype", "bf17"]
 
     stack = Stack(tmp_path, "lab-bad-flags", bad_flags)

@@ -13,7 +13,7 @@ import pytest
 
 from components import names
 from tests.lab import topology as lab
-from tests.lab.helpers import LAB_MODEL_DIR, SPEC, Stack, api_key, completion, nodes_as_found, one_node, require_lab, sh
+from tests.lab.helpers import LAB_MODEL_DIR, SPEC, Stack, api_key, base_image_only, completion, nodes_as_found, one_node, require_lab, sh
 
 pytestmark = pytest.mark.lab
 LAB_STATE = "clean"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
@@ -62,6 +62,7 @@ def test_an_engine_that_cannot_start_gives_glm_back_in_the_same_up(lab_clean, tm
         # anything is stopped: test_lab_preflight.py) whose value fails only when the API server
         # starts: a chat template that is not there.
         one_node(c)
+        base_image_only(c)
         c["blackwell-serving:deployments"][0]["extra_args"] += ["--chat-template", MISSING_TEMPLATE]
 
     stack = Stack(tmp_path, "lab-rollback", fails_at_start)
@@ -90,7 +91,7 @@ def test_an_engine_that_cannot_start_gives_glm_back_in_the_same_up(lab_clean, tm
 def test_a_failed_swap_brings_the_previous_model_back_and_a_good_one_replaces_it(lab_clean, tmp_path):
     broken = model_copy(tmp_path, "tiny-broken", max_position_embeddings=128)  # < max_model_len: vLLM refuses
     second = model_copy(tmp_path, "tiny-second")
-    stack = Stack(tmp_path, "lab-swap", one_node)
+    stack = Stack(tmp_path, "lab-swap", lambda c: (one_node(c), base_image_only(c)))
     first_cache = LAB_MODEL_DIR
     try:
         up = stack.run("up", "--yes", "--skip-preview")

@@ -13,7 +13,7 @@ import os
 import pytest
 
 from tests.lab import topology as lab
-from tests.lab.helpers import Stack, api_key, destroy_lab_stack, one_node, require_lab, sh
+from tests.lab.helpers import Stack, api_key, base_image_only, destroy_lab_stack, one_node, require_lab, sh
 from tests.lab.hub import HubStandIn
 
 pytestmark = pytest.mark.lab
@@ -39,6 +39,7 @@ def test_a_hub_download_uses_the_token_and_leaves_it_nowhere(lab_clean, tmp_path
     with HubStandIn(REPO_ID, COMMIT, lab.STATE_DIR / "tiny-model", host=lab.ENV["LAB_MGMT_GATEWAY"]) as hub:
         def from_the_hub(c):
             one_node(c)
+            base_image_only(c)
             c["blackwell-serving:models"][0].update(
                 repo=REPO_ID, revision=COMMIT, hf_token={"file": str(token_file)},
                 source={"kind": "hub", "endpoint": hub.url})
