@@ -17,24 +17,42 @@ source scripts/env.sh
 if (($# > 0)); then
   exec python -m pytest -q -rs "$@"
 fi
-# The whole suite: the lab's tests and the others side by side. The lab's tests wait on engines
-# (starts, restarts, gates) most of their time: a third to half of the 2 cores stayed idle through
-# them (vmstat, 2026-12-07), and the others (the engine's previews, renders, units: 13 minutes
-# before them) need no lab. Each is its own pytest run with its own summary; the others' output
-# is shown after the lab's; the command fails when either fails.
-rest_log=$(mktemp "${TMPDIR:-/tmp}/blackwell-tests-beside-the-lab.XXXXXX")
-echo "tests beside the lab's (every folder but tests/lab): output in $rest_log, shown at the end"
-python -m pytest -q -rs --ignore=tests/lab >"$rest_log" 2>&1 &
-rest=$!
-trap 'kill "$rest" 2>/dev/null || true' EXIT
-lab_status=0
-python -m pytest -q -rs tests/lab || lab_status=$?
-rest_status=0
-wait "$rest" || rest_status=$?
+# The whole suite, in two runs side by side (each its own pytest run and summary; the command
+# fails when either fails). The lab's tests wait on engines (starts, restarts, gates) most of
+# their time: a third to half of the 2 cores stayed idle through them (vmstat, 2026-12-07).
+#   in front:  the lab's tests on its pair 1, where the operator's `lab` stack lives (converged,
+#              then the destroy that gives the nodes back: tests/lab/conftest.py);
+#   beside:    every other folder (the engine's previews, renders, units: no lab), then the lab's
+#              clean phase (stacks of their own, none of the `lab` stack) on pair 2, nodes 3 and 4.
+# A lab of one pair (`tests/lab/lab up --nodes 2`) runs every lab phase in front.
+pairs=$(python -c 'from tests.lab import topology as t; print(t.node_count() // t.PAIR_SIZE)')
+beside_log=$(mktemp "${TMPDIR:-/tmp}/blackwell-tests-beside.XXXXXX")
+what_beside="every folder but tests/lab"
+if ((pairs >= 2)); then what_beside+=", then the clean phase of the lab tests on pair 2"; fi
+echo "beside the lab tests on pair 1: $what_beside; output in $beside_log, shown at the end"
+(
+  status=0
+  python -m pytest -q -rs -p no:cacheprovider --ignore=tests/lab || status=1
+  if ((pairs >= 2)); then
+    echo "== the clean phase of the lab tests, on pair 2"
+    BWS_LAB_PAIR=2 BWS_LAB_PHASES=clean python -m pytest -q -rs -p no:cacheprovider tests/lab || status=1
+  fi
+  exit "$status"
+) >"$beside_log" 2>&1 &
+beside=$!
+trap 'kill "$beside" 2>/dev/null || true' EXIT
+front_status=0
+if ((pairs >= 2)); then
+  BWS_LAB_PHASES=converged,gives-back python -m pytest -q -rs tests/lab || front_status=$?
+else
+  python -m pytest -q -rs tests/lab || front_status=$?
+fi
+beside_status=0
+wait "$beside" || beside_status=$?
 trap - EXIT
 echo
-echo "== the tests beside the lab's (exit $rest_status)"
-cat "$rest_log"
-rm -f "$rest_log"
-echo "lab tests: exit $lab_status; the others: exit $rest_status"
-((lab_status == 0 && rest_status == 0))
+echo "== the tests beside the lab tests on pair 1 (exit $beside_status)"
+cat "$beside_log"
+rm -f "$beside_log"
+echo "lab tests on pair 1: exit $front_status; beside them: exit $beside_status"
+((front_status == 0 && beside_status == 0))

@@ -14,6 +14,11 @@ grouped by it, in this order:
 Within a group, modules keep their file order, and tests their order in the module. A lab module
 without LAB_STATE stops the collection, naming the file and the fix.
 
+Which phases a run takes: BWS_LAB_PHASES (comma-separated; all three when unset). The lab's nodes
+come in pairs (tests/lab/topology.py): the `lab` stack lives on pair 1, so a run on another pair
+(BWS_LAB_PAIR=2) takes the clean phase only; scripts/test.sh runs the clean phase on pair 2 beside
+the other two on pair 1. The phases a run leaves out are deselected, and pytest's summary counts them.
+
 A module with LAB_OPT_IN (the name of an environment variable) runs only when that variable is 1:
 its work does not share the lab with the others (tests/lab/test_lab_bare_operator.py says why).
 Its tests are deselected otherwise, and pytest's summary counts them."""
@@ -24,6 +29,7 @@ import os
 
 import pytest
 
+from tests.lab import topology as lab
 from tests.lab.outcome import CALL_REPORT
 
 PHASES = ("converged", "gives-back", "clean")
@@ -56,12 +62,30 @@ def opted_in(item: pytest.Item) -> bool:
     return variable is None or os.environ.get(variable) == "1"
 
 
+def phases_of_this_run() -> tuple[str, ...]:
+    try:
+        pair = lab.pair()
+    except ValueError as e:
+        raise pytest.UsageError(str(e)) from None
+    raw = os.environ.get("BWS_LAB_PHASES", "")
+    phases = tuple(p.strip() for p in raw.split(",") if p.strip()) or (PHASES if pair == 1 else ("clean",))
+    if unknown := [p for p in phases if p not in PHASES]:
+        raise pytest.UsageError(f"BWS_LAB_PHASES names {', '.join(unknown)}; fix: a comma-separated list of "
+                                f"{', '.join(PHASES)}")
+    if pair != 1 and phases != ("clean",):
+        raise pytest.UsageError(f"BWS_LAB_PAIR={pair} with BWS_LAB_PHASES={raw}: the `lab` stack lives on pair 1; "
+                                "fix: BWS_LAB_PHASES=clean on another pair")
+    return phases
+
+
 def pytest_collection_modifyitems(config, items):
-    """The lab items sorted by their phase (a stable sort: file order within a phase), in the
-    places the lab items held; every other item stays where it was."""
+    """The lab items of this run's phases sorted by their phase (a stable sort: file order within a
+    phase), in the places the lab items held; every other item stays where it was."""
+    phases = phases_of_this_run()
     kept, opted_out = [], []
     for item in items:
-        (kept if opted_in(item) else opted_out).append(item)
+        taken = opted_in(item) and (not is_lab(item) or PHASES[lab_phase(item)] in phases)
+        (kept if taken else opted_out).append(item)
     if opted_out:
         config.hook.pytest_deselected(items=opted_out)
         items[:] = kept

@@ -53,9 +53,9 @@ def model_of(d: DeploymentSpec) -> ModelSpec:
 
 
 def stack_name(node: lab.Node) -> str:
-    """The stack's name of a lab node (lab-1 for bws-lab-1), by its management address (the stack's `host`)."""
-    [name] = [n.name for n in SPEC.nodes if str(n.host) == node.mgmt_ip]
-    return name
+    """The stack's name of a lab node (lab-1 for bws-lab-1, and for bws-lab-3 on pair 2): its place
+    in this run's pair (on_this_pair)."""
+    return SPEC.nodes[lab.nodes(len(SPEC.nodes)).index(node)].name
 
 
 def our_units(node: lab.Node) -> list[str]:
@@ -192,11 +192,12 @@ def node_state(node: lab.Node, attempts: int = 3) -> str:
     return "unreachable: " + (run.stderr.strip().splitlines() or ["(ssh said nothing)"])[-1]
 
 
-def check_lab() -> tuple[bool, str]:
-    """`tests/lab/lab check`: every node answers SSH; one that does not is shown from the host
-    (its container's life, port 22's listener, sshd's log, the kernel's OOM lines) and brought
-    back. (whether all answer now, what it said)."""
-    done = subprocess.run([str(lab.LAB_DIR / "lab"), "check"], capture_output=True, text=True, timeout=900)
+def check_lab(*nodes: lab.Node) -> tuple[bool, str]:
+    """`tests/lab/lab check`: these nodes answer SSH (only these: another pair's may be down on
+    purpose); one that does not is shown from the host (its container's life, port 22's listener,
+    sshd's log, the kernel's OOM lines) and brought back. (whether all answer now, what it said)."""
+    done = subprocess.run([str(lab.LAB_DIR / "lab"), "check", *(str(n.index) for n in nodes)],
+                          capture_output=True, text=True, timeout=900)
     return done.returncode == 0, (done.stdout + done.stderr).strip()
 
 
@@ -207,7 +208,7 @@ def require_lab(*nodes: lab.Node) -> None:
     summary that keeps what the host saw; when it cannot be brought back, the test fails with it."""
     states = {n.name: node_state(n) for n in nodes}
     if any(s.startswith("unreachable") for s in states.values()):
-        back, said = check_lab()
+        back, said = check_lab(*nodes)
         if not back:
             pytest.fail(f"the lab's nodes do not answer SSH ({states}); fix: tests/lab/lab up\n{said}")
         warnings.warn(f"the lab's nodes did not answer SSH ({states}) and were brought back:\n{said}")
@@ -247,9 +248,23 @@ def base_image_only(c: dict) -> None:
     image.pop("pip_ca_bundle", None)
 
 
+def on_this_pair(c: dict) -> None:
+    """The stack's nodes on this run's pair (tests/lab/topology.py): the same names (lab-1, lab-2),
+    the pair's addresses and pinned host keys. On pair 1, the lab stack file's own nodes, it
+    changes nothing (and leaves a stack of other nodes, such as discovery's, as it is)."""
+    if lab.pair() == 1:
+        return
+    for entry, node in zip(c["blackwell-serving:nodes"], lab.nodes(len(c["blackwell-serving:nodes"]))):
+        entry.update(host=node.mgmt_ip, fabric_address=node.fabric_ip)
+        entry["ssh"]["host_key"] = node.host_public_key
+
+
 def destroy_lab_stack() -> None:
     """Start from a lab where nothing of ours is deployed (glm running), as an operator finds it:
-    the operator's `lab` stack destroyed (a no-op when it already is)."""
+    the operator's `lab` stack destroyed (a no-op when it already is). It lives on pair 1 only:
+    on another pair there is nothing of it to destroy, and pair 1's tests are using it."""
+    if lab.pair() != 1:
+        return
     select = subprocess.run(["pulumi", "stack", "select", "--create", STACK, "--non-interactive"],
                             cwd=REPO, capture_output=True, text=True, env=lab.pulumi_env())
     assert select.returncode == 0, select.stderr
@@ -267,6 +282,7 @@ class Stack:
         self.name = name
         self.env = {**lab.pulumi_env(), "PULUMI_BACKEND_URL": f"file://{tmp_path / 'backend'}"}
         self.config = lab_config_one_engine() if config is None else config
+        on_this_pair(self.config)
         self.change(change)
         init = self.run("stack", "init", name)
         assert init.returncode == 0, init.stderr

@@ -4,7 +4,7 @@
 #                         per-node files changed; remove nodes above N), then wait for them
 #   nodes.sh down         remove every lab node and its /var/lib/docker volume
 #   nodes.sh status       one line per node
-#   nodes.sh check N      every node 1..N answers SSH; one that does not is shown from the host
+#   nodes.sh check I...   every node I... answers SSH; one that does not is shown from the host
 #                         (diagnose), then brought back (its sshd restarted, or the container
 #                         started) with a WARNING; fails when it still does not answer
 . "$(dirname "$0")/lib.sh"
@@ -27,8 +27,9 @@ stage_node() {
   install -D -m 0644 /etc/ssl/certs/ca-certificates.crt "$stage/etc/ssl/certs/ca-certificates.crt"
   printf '%s' "$name" | md5sum | cut -c1-32 >"$stage/etc/machine-id"
   chmod 0444 "$stage/etc/machine-id"
+  # every pair has them: glm at its first place, embeddings at its second (lab.env)
   for unit in "$LAB_GLM_NODE:$LAB_GLM_UNIT" "$LAB_EMBEDDINGS_NODE:$LAB_EMBEDDINGS_UNIT"; do
-    [[ ${unit%%:*} == "$i" ]] || continue
+    [[ ${unit%%:*} == "$(((i - 1) % 2 + 1))" ]] || continue
     unit=${unit#*:}
     install -D -m 0644 "$LAB_DIR/node/foreign/$unit" "$stage/etc/systemd/system/$unit"
     mkdir -p "$stage/etc/systemd/system/multi-user.target.wants"
@@ -159,10 +160,11 @@ diagnose() {  # diagnose <i>
   } >&2
 }
 
-check() {  # check <n>
-  local n=$1 i name bad=0
+check() {  # check <i>...
+  local i name bad=0
   "$LAB_DIR/networks.sh" prune   # a dead daemon's ghost holding a node's address: gone first
-  for ((i = 1; i <= n; i++)); do
+  for i in "$@"; do
+    ((i >= 1 && i <= LAB_NODES_MAX)) || die "no lab node $i (1..$LAB_NODES_MAX)"
     ssh_answers "$i" && continue
     diagnose "$i"
     name=$(node_name "$i")
@@ -209,7 +211,9 @@ case ${1:-} in
     for ((i = 1; i <= n; i++)); do ensure_node "$i" "$image"; done
     for ((i = 1; i <= n; i++)); do wait_node "$i"; done ;;
   check)
-    check "${2:?nodes}" ;;
+    shift
+    (($#)) || die "usage: nodes.sh check I..."
+    check "$@" ;;
   down)
     for name in $(lab_nodes); do remove_node "$name"; done
     for vol in $(docker volume ls -q --filter label=bws.lab=1); do
@@ -227,5 +231,5 @@ case ${1:-} in
         "$(node_mgmt_ip "$i")" "$(node_fabric_ip "$i")"
     done
     [[ -n $found ]] || echo "no lab nodes" ;;
-  *) die "usage: nodes.sh up N IMAGE | check N | down | status" ;;
+  *) die "usage: nodes.sh up N IMAGE | check I... | down | status" ;;
 esac

@@ -3,6 +3,12 @@
     from tests.lab import topology as lab      # or: sys.path.insert(0, "tests/lab"); import topology
     for node in lab.nodes():                   # the nodes `lab up` started (default count otherwise)
         node.name, node.mgmt_ip, node.fabric_ip, node.host_public_key, node.ssh_argv("true")
+    NODE1, NODE2 = lab.nodes(2)                # this run's pair (BWS_LAB_PAIR)
+
+The nodes come in pairs, each a stand-in for a Spark pair with its own foreign services (glm on
+its first node, embeddings on its second). A test run works on one pair, BWS_LAB_PAIR: 1 (the
+default) is nodes 1 and 2, where the operator's `lab` stack lives; 2 is nodes 3 and 4, where
+the tests that need nothing of the `lab` stack run beside those on pair 1 (scripts/test.sh).
 """
 
 from __future__ import annotations
@@ -43,6 +49,7 @@ HOSTKEYS_DIR = REPO_ROOT / ENV["LAB_HOSTKEYS_DIR"]
 STATE_DIR = REPO_ROOT / ENV["LAB_STATE_DIR"]
 NODE_CA_BUNDLE = ENV["LAB_NODE_CA_BUNDLE"]
 CACHE_DIR = Path(os.environ.get("BLACKWELL_CACHE", "/var/cache/blackwell-serving")) / "lab"
+# The foreign services of every pair: GLM_NODE and EMBEDDINGS_NODE are places within a pair (1, 2).
 GLM_NODE, GLM_UNIT, GLM_PORT = int(ENV["LAB_GLM_NODE"]), ENV["LAB_GLM_UNIT"], int(ENV["LAB_GLM_PORT"])
 EMBEDDINGS_NODE, EMBEDDINGS_UNIT, EMBEDDINGS_PORT = (
     int(ENV["LAB_EMBEDDINGS_NODE"]), ENV["LAB_EMBEDDINGS_UNIT"], int(ENV["LAB_EMBEDDINGS_PORT"]))
@@ -96,8 +103,30 @@ def node_count() -> int:
         return NODES_DEFAULT
 
 
+PAIR_SIZE = 2
+
+
+def pair() -> int:
+    """This run's pair of nodes (BWS_LAB_PAIR, 1 when unset)."""
+    raw = os.environ.get("BWS_LAB_PAIR", "1")
+    pairs = NODES_MAX // PAIR_SIZE
+    if not raw.isdigit() or not 1 <= int(raw) <= pairs:
+        raise ValueError(f"BWS_LAB_PAIR={raw!r}; fix: 1..{pairs} (tests/lab/lab.env: LAB_NODES_MAX={NODES_MAX})")
+    return int(raw)
+
+
+def every_node() -> list[Node]:
+    """Every node the lab can run (LAB_NODES_MAX), started or not: to find one by its address."""
+    return [Node(i) for i in range(1, NODES_MAX + 1)]
+
+
 def nodes(count: int | None = None) -> list[Node]:
-    return [Node(i) for i in range(1, (count or node_count()) + 1)]
+    """`count` nodes from the first of this run's pair (nodes(2): the pair); without a count,
+    every node `lab up` started, from node 1."""
+    if count is None:
+        return [Node(i) for i in range(1, node_count() + 1)]
+    first = (pair() - 1) * PAIR_SIZE + 1
+    return [Node(i) for i in range(first, first + count)]
 
 
 if __name__ == "__main__":
