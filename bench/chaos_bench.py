@@ -45,7 +45,6 @@ from components.config import load_stack_file  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
 from bench.expectations import node_expectations, served_models  # noqa: E402
 
-NODE1, NODE2 = lab.nodes(2)
 UP_TIMEOUT_S = 2400
 # What the bench checks, derived from the lab stack through the program's own names
 # (bench/expectations.py; tests/unit/test_chaos_expectations.py pins it to the rendered units).
@@ -53,7 +52,11 @@ LAB_STACK = load_stack_file(REPO / "stacks" / "Pulumi.lab.yaml")
 SERVED_NAME = LAB_STACK.deployments[0].served_name
 GATEWAY_MODELS = served_models(LAB_STACK)
 EXPECT = node_expectations(LAB_STACK)
-NODES = {n.name: n for n in (NODE1, NODE2)}
+# The stack's node names (lab-1) -> the lab's nodes (bws-lab-1), by the stack's management address.
+NODES = {n.name: next(x for x in lab.every_node() if x.mgmt_ip == str(n.host)) for n in LAB_STACK.nodes}
+FIRST = LAB_STACK.deployments[0]
+HEAD = NODES[FIRST.nodes[0]]
+GATEWAY = NODES[LAB_STACK.gateway.node]
 
 
 def pulumi(*args: str, timeout: int = UP_TIMEOUT_S) -> subprocess.CompletedProcess:
@@ -144,8 +147,8 @@ def check_nodes(api_key: str, gateway_key: str) -> list[str]:
         if len(set(ids.values())) != 1 or not all(i.startswith("sha256:") for i in ids.values()):
             bad.append(f"image {tag}: IDs differ or missing: {ids}")
     # The engine directly, and every model through the gateway with its own key.
-    asks = [(f"http://{NODE1.mgmt_ip}:8000", api_key, SERVED_NAME),
-            *((f"http://{NODE1.mgmt_ip}:4000", gateway_key, model) for model in GATEWAY_MODELS)]
+    asks = [(f"http://{HEAD.mgmt_ip}:{FIRST.port}", api_key, SERVED_NAME),
+            *((f"http://{GATEWAY.mgmt_ip}:{LAB_STACK.gateway.port}", gateway_key, model) for model in GATEWAY_MODELS)]
     for base, key, model in asks:
         try:
             if not chat(base, key, model):

@@ -45,3 +45,14 @@ def test_images_caches_services_and_models_of_the_lab():
     assert len(want["lab-1"].caches) == 2 and len(want["lab-2"].caches) == 1
     assert {t.split(":")[0].rsplit("/", 1)[-1] for t in want["lab-1"].images} >= {"vllm-lab", "gateway-lab"}
     assert served_models(spec) == [d.served_name for d in spec.deployments] and len(served_models(spec)) == 3
+
+
+def test_the_bench_reaches_every_node_it_checks():
+    """Each stack node's expectations are checked on the lab node at its address (a bench once
+    looked them up by the container's name and stopped at its first check: KeyError 'lab-1')."""
+    from bench import chaos_bench
+
+    assert set(chaos_bench.EXPECT) <= set(chaos_bench.NODES)
+    for node in lab().nodes:
+        assert chaos_bench.NODES[node.name].mgmt_ip == str(node.host)
+    assert chaos_bench.HEAD.mgmt_ip == str(next(n.host for n in lab().nodes if n.name == lab().deployments[0].nodes[0]))
