@@ -53,7 +53,7 @@ SERVED_NAME = LAB_STACK.deployments[0].served_name
 GATEWAY_MODELS = served_models(LAB_STACK)
 EXPECT = node_expectations(LAB_STACK)
 # The stack's node names (lab-1) -> the lab's nodes (bws-lab-1), by the stack's management address.
-NODES = {n.name: next(x for x in lab.every_node() if x.mgmt_ip == str(n.host)) for n in LAB_STACK.nodes}
+NODES = {n.name: lab.node_at(str(n.host)) for n in LAB_STACK.nodes}
 FIRST = LAB_STACK.deployments[0]
 HEAD = NODES[FIRST.nodes[0]]
 GATEWAY = NODES[LAB_STACK.gateway.node]

@@ -32,8 +32,7 @@ from tests.lab.helpers import REPO, SPEC, STACK, completion, converge_lab_stack,
 pytestmark = pytest.mark.lab
 LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
 
-NODES = {n.mgmt_ip: n for n in lab.every_node()}
-NODE = {n.name: NODES[str(n.host)] for n in SPEC.nodes}   # the stack's node name -> the lab node
+NODE = {n.name: lab.node_at(str(n.host)) for n in SPEC.nodes}   # the stack's node name -> the lab node
 SETS = int(os.environ.get("BWS_REPAIR_SETS", "1"))
 UP_TIMEOUT_S = 1200
 SETTLE_S = 15

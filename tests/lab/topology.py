@@ -103,7 +103,7 @@ def node_count() -> int:
         return NODES_DEFAULT
 
 
-PAIR_SIZE = 2
+PAIR_SIZE = int(ENV["LAB_PAIR_SIZE"])
 
 
 def pair() -> int:
@@ -116,8 +116,14 @@ def pair() -> int:
 
 
 def every_node() -> list[Node]:
-    """Every node the lab can run (LAB_NODES_MAX), started or not: to find one by its address."""
+    """Every node the lab can run (LAB_NODES_MAX), started or not."""
     return [Node(i) for i in range(1, NODES_MAX + 1)]
+
+
+def node_at(mgmt_ip: str) -> Node:
+    """The lab node at a management address (a stack's `host`)."""
+    [node] = [n for n in every_node() if n.mgmt_ip == mgmt_ip]
+    return node
 
 
 def nodes(count: int | None = None) -> list[Node]:
