@@ -29,7 +29,7 @@ stage_node() {
   chmod 0444 "$stage/etc/machine-id"
   # every pair has them: glm at its first place, embeddings at its second (lab.env)
   for unit in "$LAB_GLM_NODE:$LAB_GLM_UNIT" "$LAB_EMBEDDINGS_NODE:$LAB_EMBEDDINGS_UNIT"; do
-    [[ ${unit%%:*} == "$(((i - 1) % 2 + 1))" ]] || continue
+    [[ ${unit%%:*} == "$(((i - 1) % LAB_PAIR_SIZE + 1))" ]] || continue
     unit=${unit#*:}
     install -D -m 0644 "$LAB_DIR/node/foreign/$unit" "$stage/etc/systemd/system/$unit"
     mkdir -p "$stage/etc/systemd/system/multi-user.target.wants"
