@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import shutil
-import subprocess
 
 import pytest
 
 from tests.engine import pgcluster
 from tests.engine.conftest import copy_project
+from tests.engine.teamstack import pulumi
 from tests.lab import topology as lab
 from tests.lab.helpers import LAB_CONFIG, REPO, STACK, changes, converge_lab_stack, require_lab
 
@@ -29,11 +29,6 @@ def cluster():
     pgcluster.stop(running)
 
 
-def run(project, env: dict, *args: str, timeout: int = 900) -> subprocess.CompletedProcess:
-    return subprocess.run(["pulumi", *args, "--non-interactive"], cwd=project, env=env, capture_output=True,
-                          text=True, timeout=timeout)
-
-
 def test_the_lab_stack_moves_to_postgresql_with_nothing_left_to_do(cluster, tmp_path):
     require_lab(*lab.nodes(2))
     converge_lab_stack()
@@ -42,18 +37,18 @@ def test_the_lab_stack_moves_to_postgresql_with_nothing_left_to_do(cluster, tmp_
     files_env = lab.pulumi_env()
     team_env = {**files_env, "PULUMI_BACKEND_URL": cluster.url(), **cluster.env()}
     exported = tmp_path / "lab.state.json"
-    done = run(REPO, files_env, "stack", "export", "--stack", STACK, "--file", str(exported))
+    done = pulumi(REPO, files_env, "stack", "export", "--stack", STACK, "--file", str(exported), timeout=900)
     assert done.returncode == 0, done.stderr[-2000:]
     for args in (("stack", "init", STACK), ("stack", "import", "--stack", STACK, "--file", str(exported))):
-        done = run(project, team_env, *args)
+        done = pulumi(project, team_env, *args, timeout=900)
         assert done.returncode == 0, (args, done.stdout[-2000:], done.stderr[-2000:])
     assert (project / "stacks" / LAB_CONFIG.name).read_text() == LAB_CONFIG.read_text(), \
         "stack init rewrote the stack file"
-    preview = run(project, team_env, "preview", "--stack", STACK, "--json", timeout=1200)
+    preview = pulumi(project, team_env, "preview", "--stack", STACK, "--json", timeout=1200)
     assert preview.returncode == 0, preview.stdout[-3000:] + preview.stderr[-2000:]
     assert changes(json.loads(preview.stdout)) == []
     # The file backend still holds the stack as it was: one checkpoint, the same resources.
-    left = run(REPO, files_env, "stack", "export", "--stack", STACK)
+    left = pulumi(REPO, files_env, "stack", "export", "--stack", STACK, timeout=900)
     assert left.returncode == 0, left.stderr[-2000:]
     assert len(json.loads(left.stdout)["deployment"]["resources"]) == \
         len(json.loads(exported.read_text())["deployment"]["resources"])
