@@ -1,10 +1,13 @@
 """Chaos benchmark on the lab (a script, not a test; bounded; traffic only to the lab's nodes).
 
     source scripts/env.sh && python bench/chaos_bench.py [--runs 20] [--kill-window 20 300] [--seed N]
-                                                         [--budget-min M] [--continue RESULTS_JSON]
+                                                         [--sigkill-at-least K] [--budget-min M]
+                                                         [--continue RESULTS_JSON]
 
-Each run: destroy the `lab` stack; start `pulumi up`; at a random moment of the kill window send
-SIGINT or SIGKILL (chosen at random; an `up` that ends before its signal interrupted nothing: it
+Each run: destroy the `lab` stack; start `pulumi up`; at a random moment of the kill window (in
+its least-hit slice, so the kills spread over the whole converge) send SIGINT or SIGKILL (at
+random, held to at least K SIGKILLs, half the runs by default: bench/chaos_draw.py; an `up` that
+ends before its signal interrupted nothing: it
 is recorded, does not count toward --runs, and narrows the window's end to 95% of its duration, so
 that every counted run cuts into a running `up`); then run `up` again the way an operator would after an
 interruption (clear the stale backend lock of the dead run: python -m components.todo.interrupted)
@@ -43,6 +46,7 @@ sys.path.insert(0, str(REPO))
 
 from components.config import load_stack_file  # noqa: E402
 from tests.lab import topology as lab  # noqa: E402
+from bench.chaos_draw import draw_moment, draw_signal  # noqa: E402
 from bench.expectations import node_expectations, served_models  # noqa: E402
 
 UP_TIMEOUT_S = 2400
@@ -186,12 +190,10 @@ def steps_at_kill(output: Path) -> dict:
     return {"completed": len(started & ended), "in_flight": sorted(started - ended)}
 
 
-def one_run(i: int, rng: random.Random, window: tuple[float, float], api_key: str, gateway_key: str) -> dict:
+def one_run(i: int, sig: signal.Signals, at: float, api_key: str, gateway_key: str) -> dict:
     down = pulumi("destroy", "--yes", "--skip-preview")
     if down.returncode != 0:
         return {"run": i, "error": "destroy failed: " + down.stderr[-500:]}
-    sig = rng.choice([signal.SIGINT, signal.SIGKILL])
-    at = rng.uniform(*window)
     before: dict[int, str] = {}
     output = REPO / "bench" / "results" / f"chaos-run{i}-up.log"
     with output.open("w") as out:
@@ -238,6 +240,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--kill-window", type=float, nargs=2, default=(20.0, 300.0), metavar=("FROM_S", "TO_S"))
     parser.add_argument("--seed", type=int, default=None)
+    parser.add_argument("--sigkill-at-least", type=int, default=None, metavar="K",
+                        help="counted runs that get SIGKILL, at least (default: half of --runs)")
     parser.add_argument("--budget-min", type=float, default=None,
                         help="start no run after this many minutes (a run under way is finished)")
     parser.add_argument("--continue", dest="previous", type=Path, default=None, metavar="RESULTS_JSON",
@@ -246,6 +250,9 @@ def main() -> None:
     args = parser.parse_args()
     if not 1 <= args.runs <= 100:
         parser.error("--runs must be 1..100 (each run is a full converge)")
+    sigkills = (args.runs + 1) // 2 if args.sigkill_at_least is None else args.sigkill_at_least
+    if not 0 <= sigkills <= args.runs:
+        parser.error("--sigkill-at-least must be 0..--runs")
     earlier = json.loads(args.previous.read_text())["detail"] if args.previous else []
     ENV = {k: v for k, v in os.environ.items() if k != "PULUMI_CONFIG_PASSPHRASE_FILE"}
     ENV.update(lab.pulumi_env({}))
@@ -267,14 +274,17 @@ def main() -> None:
         if args.budget_min and time.monotonic() - started > args.budget_min * 60:
             print(f"budget of {args.budget_min} min spent: {len(runs)} of {args.runs} runs done", flush=True)
             break
-        result = {**one_run(len(runs) + 1, rng, window, api_key, gateway_key),
-                  "seed": seed, "commit": commit()}
+        counted = counted_runs(runs)
+        sig = draw_signal(rng, counted, args.runs, sigkills)
+        at = draw_moment(rng, window, counted, bins=args.runs)
+        result = {**one_run(len(runs) + 1, sig, at, api_key, gateway_key), "seed": seed, "commit": commit()}
         runs.append(result)
         window = narrowed(window, runs)
         print(json.dumps(result), flush=True)
         summary = summarize(seed, args.runs, runs)
         path.write_text(json.dumps(summary, indent=2) + "\n")
     print(f"{summary['converged']}/{summary['runs']} interrupted runs converged (of {args.runs} planned; "
+          f"signals {summary['signals']}; "
           f"{summary['not_interrupted']} ups ended before their signal); median resumed up "
           f"{summary['median_resumed_up_s']} s; {summary['runs_with_leftover_processes']} runs left processes; "
           f"written to {path}")
@@ -295,17 +305,23 @@ def narrowed(window: tuple[float, float], runs: list[dict]) -> tuple[float, floa
     return (start, max(start + 10.0, min([end, *ends])))
 
 
+def counted_runs(runs: list[dict]) -> list[dict]:
+    """The runs whose signal cut into a running `up`, and those that failed before their signal (a
+    destroy or an `up` that failed by itself is a bad state, not a skipped run)."""
+    return [r for r in runs if not (r.get("finished_before_signal") and not r.get("first_up_failed"))]
+
+
 def summarize(seed: int, planned: int, runs: list[dict]) -> dict:
-    """Counts over the runs whose signal cut into a running `up` (and runs that failed before
-    their signal: a destroy or an `up` that failed by itself is a bad state, not a skipped run)."""
+    """Counts over the counted runs (counted_runs)."""
     every = runs
-    skipped = [r for r in runs if r.get("finished_before_signal") and not r.get("first_up_failed")]
-    runs = [r for r in runs if r not in skipped]
+    runs = counted_runs(runs)
+    skipped = [r for r in every if r not in runs]
     resumed = [r["resumed_up_s"] for r in runs if "resumed_up_s" in r]
     good = [r for r in runs if r.get("converged") and not r.get("first_up_failed")]
     return {"seeds": sorted({r.get("seed", seed) for r in every} | {seed}), "planned": planned, "runs": len(runs), "not_interrupted": len(skipped),
             "commits": sorted({r.get("commit", "unrecorded") for r in runs}),
             "converged": len(good),
+            "signals": dict(Counter(r["signal"] for r in runs if "signal" in r)),
             "median_resumed_up_s": statistics.median(resumed) if resumed else None,
             "bad_states": [r for r in runs if r not in good],
             "runs_with_leftover_processes": sum(1 for r in runs if r.get("leftover_processes")),
