@@ -22,8 +22,8 @@ if ((EUID != 0)); then
 fi
 echo "[setup] installing Debian packages: ${missing[*]}" >&2
 # Packages installed for a command alone, whose daemon must not run here: prometheus, for promtool
-# and the tests' own Prometheus processes (tests/unit/monitoring); postgresql, for the private clusters of the team-backend tests
-# (tests/engine/pgcluster.py), never its main cluster. Before apt-get, the unit of each one missing is masked: systemd then
+# and the tests' own Prometheus processes (tests/unit/monitoring); postgresql, for the lab's own cluster (tests/lab/postgres.sh)
+# and the private clusters of the team-backend tests (tests/engine/pgcluster.py), never its main cluster. Before apt-get, the unit of each one missing is masked: systemd then
 # starts it neither after the install nor at boot (the package lifts only a mask of its own). A
 # host without a running systemd (a container) starts no service from a package's postinst:
 # invoke-rc.d finds no runlevel. No policy-rc.d: one that allows the rest makes invoke-rc.d start

@@ -25,8 +25,8 @@ SERVER_BINS = sorted(Path("/usr/lib/postgresql").glob("*/bin/initdb"), key=lambd
 
 def server_bin(name: str) -> str:
     if not SERVER_BINS:
-        pytest.fail("PostgreSQL's server is not installed; fix: bash scripts/setup-host.sh --tests "
-                    "(installs scripts/test-packages.txt: postgresql)")
+        pytest.fail("PostgreSQL's server is not installed; fix: bash scripts/setup-host.sh "
+                    "(installs scripts/host-packages.txt: postgresql)")
     return str(SERVER_BINS[-1].parent / name)
 
 
@@ -65,7 +65,7 @@ def start() -> Cluster:
     try:
         pwd.getpwnam("postgres")
     except KeyError:
-        pytest.fail("no `postgres` user; fix: bash scripts/setup-host.sh --tests (installs postgresql)")
+        pytest.fail("no `postgres` user; fix: bash scripts/setup-host.sh (installs postgresql)")
     root = Path(tempfile.mkdtemp(prefix=temp_prefix("pg")))
     os.chmod(root, 0o755)   # the postgres user reaches its data dir inside
     data, sock = root / "data", root / "sock"

@@ -49,6 +49,19 @@ HOSTKEYS_DIR = REPO_ROOT / ENV["LAB_HOSTKEYS_DIR"]
 STATE_DIR = REPO_ROOT / ENV["LAB_STATE_DIR"]
 NODE_CA_BUNDLE = ENV["LAB_NODE_CA_BUNDLE"]
 CACHE_DIR = Path(os.environ.get("BLACKWELL_CACHE", "/var/cache/blackwell-serving")) / "lab"
+# The lab's PostgreSQL (tests/lab/postgres.sh): on the mgmt gateway; the role's password in libpq's
+# password file (PGPASSFILE), never in a URL.
+POSTGRES_HOST, POSTGRES_PORT = MGMT_GATEWAY, int(ENV["LAB_POSTGRES_PORT"])
+POSTGRES_USER, POSTGRES_DB = ENV["LAB_POSTGRES_USER"], ENV["LAB_POSTGRES_DB"]
+POSTGRES_PASSFILE = REPO_ROOT / ENV["LAB_POSTGRES_PASSFILE"]
+
+
+def postgres_url(database: str = POSTGRES_DB) -> str:
+    """A Pulumi backend URL of a database on the lab's PostgreSQL (no password: POSTGRES_PASSFILE;
+    no TLS: the management network is the lab's own bridge)."""
+    return f"postgres://{POSTGRES_USER}@{POSTGRES_HOST}:{POSTGRES_PORT}/{database}?sslmode=disable"
+
+
 # The foreign services of every pair: GLM_NODE and EMBEDDINGS_NODE are places within a pair (1, 2).
 GLM_NODE, GLM_UNIT, GLM_PORT = int(ENV["LAB_GLM_NODE"]), ENV["LAB_GLM_UNIT"], int(ENV["LAB_GLM_PORT"])
 EMBEDDINGS_NODE, EMBEDDINGS_UNIT, EMBEDDINGS_PORT = (
