@@ -223,8 +223,8 @@ def test_a_killed_runs_locks_do_not_block_and_a_live_one_is_never_taken(tmp_path
     # Its step holds until the guarded run has ended (never a fixed sleep: on a loaded machine the
     # guarded run's start could outlast it), at most 120 s.
     release = tmp_path / "release"
-    hold = f'i=0; while [ ! -e "{release}" ] && [ $i -lt 600 ]; do sleep 0.2; i=$((i+1)); done'
-    (b / "__main__.py").write_text((tmp_path / "slow" / "__main__.py").read_text().replace("sleep 60.0", hold))
+    t.make_project(tmp_path / "held", marks, hold=t.hold_until(str(release)))
+    (b / "__main__.py").write_text((tmp_path / "held" / "__main__.py").read_text())
     t.set_trial(b, "dead", "k3")
     plain = subprocess.Popen(t.up_argv("dead"), cwd=b, env=t.env(cluster.url(), "b", cluster.env()),
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
