@@ -8,6 +8,7 @@ import pulumi
 from components.config import ConfigError, load_from_pulumi
 from components.config.sanity import sanity_warnings
 from components.facts.observer import ObserveError
+from components.monitoring.deploy import monitoring_for
 from components.operator import reaper
 from components.operator.metrics import file_sd, write_file_sd
 from components.sizing.ledger import ledger_entry
@@ -32,7 +33,8 @@ try:
         pulumi.log.warn(warning)
     fits = check_stack_fit(spec, spec.offline, pulumi.log.info)
     # Online, each node is probed once (read-only) so that the plan sees drift on the nodes.
-    stack = ServingStack(pulumi.get_stack(), ServingStackArgs(spec, observe=not spec.offline))
+    stack = ServingStack(pulumi.get_stack(), ServingStackArgs(spec, observe=not spec.offline,
+                                                                monitoring=monitoring_for))
 except ObserveError as err:
     # Raised in `up` once every step is declared; the SDK would still send the declarations to
     # the engine after an exception. Leave before it does, so that nothing runs on any node.
@@ -54,6 +56,8 @@ for name, deployment in stack.deployments.items():
     pulumi.export(f"{name}_sample_completion", deployment.sample)
 for name, bus_gbps in stack.bus_gbps.items():
     pulumi.export(f"{name}_fabric_bus_gbps", bus_gbps)
+if stack.monitoring is not None:  # Prometheus on its node (components/monitoring/deploy.py)
+    pulumi.export("prometheus", stack.monitoring.url)
 if stack.gateway is not None:  # one endpoint for every model (components/resources/gateway.py)
     pulumi.export("gateway", {"endpoint": stack.gateway.endpoint, "models": stack.gateway.models})
 # Per deployment with a benchmark: decode_tok_s, ttft_ms, aggregate_tok_s, concurrency (components/resources/benchmark.py).

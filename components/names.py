@@ -56,6 +56,22 @@ GATEWAY_CONTAINER = f"{PREFIX}gateway"
 GATEWAY_CONFIG_DIR = f"{ETC_DIR}/gateway"
 GATEWAY_ENV_FILE = f"{ETC_DIR}/gateway.env"
 
+# Monitoring (components/resources/monitoring.py): Prometheus on the stack's monitoring node, a
+# node_exporter on every node, each run from its Debian package's binary under a unit of ours (the
+# packages' own units stay off). The Debian packages we installed are recorded, so that destroy
+# removes those and no other.
+PROMETHEUS_UNIT = f"{PREFIX}prometheus.service"
+NODE_EXPORTER_UNIT = f"{PREFIX}node-exporter.service"
+PROMETHEUS_CONFIG_DIR = f"{ETC_DIR}/prometheus"
+PROMETHEUS_DATA_DIR = f"{STATE_DIR}/prometheus"
+PACKAGE_RECORDS_DIR = f"{STATE_DIR}/packages"
+
+
+def package_record(package: str) -> str:
+    """Present while a Debian package on the node is there because a step of ours installed it."""
+    return f"{PACKAGE_RECORDS_DIR}/{package}.installed"
+
+
 # The layer registry on a build node (components/resources/layer_registry.py).
 LAYER_REGISTRY_CONTAINER = f"{PREFIX}layer-registry"
 

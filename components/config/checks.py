@@ -1,5 +1,5 @@
 """The rules that span keys of a stack config (references between its parts, the fabric of each
-node, the gateway, plausibility, claims on one node, secrets in plain text). They run once the
+node, the gateway, monitoring, plausibility, claims on one node, secrets in plain text). They run once the
 models of schema.py hold, from load.validate: schema.py stays plain models and imports none of
 them, so the config package has no import cycle."""
 
@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from components.config.crosscheck import cross_problems, node_fabric_problems
 from components.config.gateway import gateway_problems
+from components.config.monitoring import monitoring_problems
 from components.config.plaintext import plaintext_problems
 from components.config.references import reference_problems
 from components.config.sanity import sanity_problems
@@ -19,6 +20,7 @@ if TYPE_CHECKING:
 
 def cross_key_problems(spec: StackSpec) -> list[str]:
     """Every problem as "key.path: what; fix: how", relative to the stack."""
-    problems = reference_problems(spec) + node_fabric_problems(spec) + gateway_problems(spec) + sanity_problems(spec)
+    problems = (reference_problems(spec) + node_fabric_problems(spec) + gateway_problems(spec)
+                + monitoring_problems(spec) + sanity_problems(spec))
     # Cross-resource checks look names up: they run once the references hold.
     return problems + (cross_problems(spec) if not problems else []) + plaintext_problems(spec)

@@ -114,6 +114,10 @@ def port_problems(spec: "StackSpec") -> list[str]:
             claim(c.node, c.port, c.key, c.what)
     if spec.gateway is not None:  # components/resources/gateway.py
         claim(spec.gateway.node, spec.gateway.port, "gateway.port", "the gateway's port")
+    if spec.monitoring is not None:  # components/resources/monitoring.py
+        claim(spec.monitoring.node, spec.monitoring.port, "monitoring.port", "Prometheus's port")
+        for n in spec.nodes:
+            claim(n.name, spec.monitoring.exporter_port, "monitoring.exporter_port", "node_exporter's port")
     for n in spec.layer_registry_nodes():  # components/resources/layer_registry.py (on loopback: still the node's port)
         claim(n, spec.fabric.layer_registry.port, "fabric.layer_registry.port", "the layer registry's port")
 
@@ -125,7 +129,7 @@ def port_problems(spec: "StackSpec") -> list[str]:
         suggested.add((node, free))
         problems.append(f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
                         f"fix: give each its own port (e.g. {path.rsplit('.', 1)[-1]}: {free}, free on '{node}')"
-                        if path.startswith(("deployments[", "gateway.", "fabric.layer_registry."))
+                        if path.startswith(("deployments[", "gateway.", "monitoring.", "fabric.layer_registry."))
                         and path.endswith(("port", "dist_port")) else
                         f"{path}: port {port} on node '{node}' is also {other} ({other_path}); "
                         f"fix: give each its own port")
@@ -183,6 +187,9 @@ def generated_names(spec: "StackSpec") -> list[tuple[str, str, str, str, str]]:
     if spec.gateway is not None:  # components/resources/gateway.py
         out.append((spec.gateway.node, "unit", names.GATEWAY_UNIT, "gateway", "the gateway's unit"))
         out.append((spec.gateway.node, "container", names.GATEWAY_CONTAINER, "gateway", "the gateway's container"))
+    if spec.monitoring is not None:  # components/resources/monitoring.py
+        out.append((spec.monitoring.node, "unit", names.PROMETHEUS_UNIT, "monitoring", "Prometheus's unit"))
+        out += [(n.name, "unit", names.NODE_EXPORTER_UNIT, "monitoring", "node_exporter's unit") for n in spec.nodes]
     for n in spec.layer_registry_nodes():  # components/resources/layer_registry.py
         out.append((n, "container", names.LAYER_REGISTRY_CONTAINER, "fabric.layer_registry",
                     "the layer registry's container"))

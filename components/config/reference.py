@@ -150,7 +150,8 @@ before anything runs on a node:
 - Ports: a deployment's `port` (every rank's node under SGLang's `native`; vLLM's other ranks
   run `--headless`, without the API), the `dist_port` of a `native` deployment (on its head),
   `ray.port`, Ray's client server ({RAY_CLIENT_PORT}) and dashboard ({RAY_DASHBOARD_PORT}, when
-  enabled) on each Ray head, `fabric.bandwidth_check.port`, `gateway.port` and
+  enabled) on each Ray head, `fabric.bandwidth_check.port`, `gateway.port`, `monitoring.port` (on
+  its node), `monitoring.exporter_port` (on every node) and
   `fabric.layer_registry.port` (on the build node of each image copied to peers) are unique on each
   node, differ from the node's SSH port, and are {FIRST_USER_PORT} or above. One Ray head per node.
 - Unit and container names are unique on each node, the generated ones included: `{names.engine_container("NAME")}`
@@ -166,6 +167,8 @@ before anything runs on a node:
   HTTP 500 to a request without the key), or its base is a LiteLLM image; each model name
   (deployments' `served_name`, upstreams' `models`) is routed once; a deployment bound to loopback
   has its head on the gateway's node.
+- Monitoring: its node exists; a deployment or gateway bound to loopback is on Prometheus's node
+  (Prometheus scrapes it from there).
 - `retire` never lists our own `{PREFIX}*` units, nor {", ".join(f"`{u}`" for u in PROTECTED_UNITS)} or `systemd-*`
   (any suffix); `keep` never lists `{PREFIX}*`; a unit is listed once.
 {ENGINE_RULES}

@@ -35,6 +35,7 @@ from components.config.fields import (
     plain_path,
 )
 from components.config.gateway import GatewaySpec
+from components.config.monitoring import MonitoringSpec
 from components.config.venv import VenvSpec, image_problems
 from components.engines import ENGINES
 from components.launches import Topology, launch_of
@@ -504,6 +505,8 @@ class StackSpec(Strict):
     ray: RaySpec = Field(RaySpec(), description="the Ray clusters of topology 'ray' deployments")
     gateway: GatewaySpec | None = Field(None, description="one OpenAI-compatible endpoint (LiteLLM's proxy) routing "
                                         "to every deployment and to external upstreams; absent: none")
+    monitoring: MonitoringSpec | None = Field(None, description="Prometheus on one node and a node_exporter on "
+                                              "every node, with the stack's rules; absent: none")
     state_dir: NodePath = Field("/var/lib/blackwell-serving", description="where we keep our records on each node")
     offline: bool = Field(False, description="never open a connection to a node (previews in CI of hardware stacks)")
     rollback: Literal["auto", "off"] = Field(

@@ -8,21 +8,20 @@ from __future__ import annotations
 import math
 
 from components import names
-from components.config.schema import DeploymentSpec, NodeSpec
+from components.config.monitoring import AlertWindows
+from components.config.schema import DeploymentSpec, NodeSpec, StackSpec
 from components.monitoring.series import NODE_MEM_AVAILABLE_RATIO, PROGRESS, RATE_WINDOW, REQUESTS_RUNNING, matchers
 from components.platforms import platform
 
-# No scrape answered for this long: a crash, a stop, or a load still under way (an engine serves
-# no API, and so no /metrics, while its weights load: a restart of a large model raises it too).
-ENGINE_DOWN_FOR = "5m"
-# No progress while requests run, held this long after the rate window saw none: the watchdog
+# How long each condition holds before its alert fires: the stack's monitoring.alerts (config/monitoring.py).
+# Engine down: no scrape answered (a crash, a stop, or a load still under way: an engine serves no
+# API, and so no /metrics, while its weights load, so a restart of a large model raises it too).
+# Wedged: no progress while requests run, after the rate window saw none; the watchdog
 # (components/resources/watchdog.py) restarts such an engine within its failures × interval, so
 # this says the restart did not help, or the watchdog is off.
-WEDGED_FOR = "5m"
 # Unified memory (DGX Spark's GB10; the lab's CPU engines): the model, the KV cache and the OS
 # share MemTotal, so little MemAvailable means the next allocation swaps or meets the OOM killer.
 MEMORY_AVAILABLE_BELOW = 0.10
-MEMORY_FOR = "5m"
 # Watchdog restarts that make a loop: the first did not hold, nor did the next.
 RESTART_LOOP_RESTARTS = 3
 
@@ -31,6 +30,15 @@ ENGINE_DOWN = "BwsEngineDown"
 ENGINE_WEDGED = "BwsEngineWedged"
 RESTART_LOOP = "BwsRestartLoop"
 NODE_MEMORY_PRESSURE = "BwsNodeMemoryPressure"
+
+
+def windows_of(spec: StackSpec) -> AlertWindows:
+    return spec.monitoring.alerts if spec.monitoring is not None else AlertWindows()
+
+
+def duration(seconds: int) -> str:
+    """Prometheus's duration: 5m, 90s."""
+    return f"{seconds // 60}m" if seconds % 60 == 0 and seconds else f"{seconds}s"
 
 
 def restart_loop_minutes(d: DeploymentSpec) -> int:
@@ -42,18 +50,20 @@ def restart_loop_minutes(d: DeploymentSpec) -> int:
     return math.ceil(RESTART_LOOP_RESTARTS * cycle_s / 60)
 
 
-def deployment_alerts(d: DeploymentSpec, labels: dict[str, str]) -> list[dict]:
+def deployment_alerts(d: DeploymentSpec, labels: dict[str, str],
+                      windows: AlertWindows = AlertWindows()) -> list[dict]:
     """`labels`: the deployment's, {stack, deployment}."""
     where, head = matchers(**labels), d.nodes[0]
+    down_for, wedged_for = duration(windows.engine_down_s), duration(windows.wedged_s)
     journal = f"journalctl -u {names.watchdog_units(d.name)[0]} on {head}"
     alerts = [
-        alert(labels, ENGINE_DOWN, f"up{{{where}}} == 0", ENGINE_DOWN_FOR, "critical",
-              f"{d.name} ({d.engine} on {head}, port {d.port}) answered no scrape for {ENGINE_DOWN_FOR}",
+        alert(labels, ENGINE_DOWN, f"up{{{where}}} == 0", down_for, "critical",
+              f"{d.name} ({d.engine} on {head}, port {d.port}) answered no scrape for {down_for}",
               f"The engine is down, stopped, or still loading its weights. See {journal} and the engine's unit."),
         alert(labels, ENGINE_WEDGED,
-              f"{PROGRESS.name}{{{where}}} == 0 and {REQUESTS_RUNNING.name}{{{where}}} > 0", WEDGED_FOR, "critical",
+              f"{PROGRESS.name}{{{where}}} == 0 and {REQUESTS_RUNNING.name}{{{where}}} > 0", wedged_for, "critical",
               f"{d.name} ({d.engine} on {head}) runs requests but makes no progress",
-              f"{PROGRESS.name} was 0 over its {RATE_WINDOW} window and stayed so for {WEDGED_FOR} while "
+              f"{PROGRESS.name} was 0 over its {RATE_WINDOW} window and stayed so for {wedged_for} while "
               f"requests ran: its process is alive and does no work. See {journal}."),
     ]
     if d.watchdog.enabled:
@@ -66,16 +76,16 @@ def deployment_alerts(d: DeploymentSpec, labels: dict[str, str]) -> list[dict]:
     return alerts
 
 
-def node_alerts(node: NodeSpec, labels: dict[str, str]) -> list[dict]:
+def node_alerts(node: NodeSpec, labels: dict[str, str], windows: AlertWindows = AlertWindows()) -> list[dict]:
     """`labels`: the node's, {stack, node}."""
     if not platform(node.gpu.kind).unified_memory:
         return []   # the GPUs' own memory holds the model: the host's is not what runs out first
     where = matchers(**labels)
-    percent = round(MEMORY_AVAILABLE_BELOW * 100)
+    percent, held = round(MEMORY_AVAILABLE_BELOW * 100), duration(windows.memory_pressure_s)
     return [alert(
         labels, NODE_MEMORY_PRESSURE, f"{NODE_MEM_AVAILABLE_RATIO.name}{{{where}}} < {MEMORY_AVAILABLE_BELOW}",
-        MEMORY_FOR, "warning", f"{node.name} ({node.gpu.kind}, unified memory): under {percent}% of its memory available",
-        f"MemAvailable below {percent}% of MemTotal for {MEMORY_FOR}: the next allocation of an engine, "
+        held, "warning", f"{node.name} ({node.gpu.kind}, unified memory): under {percent}% of its memory available",
+        f"MemAvailable below {percent}% of MemTotal for {held}: the next allocation of an engine, "
         f"or of anything else on {node.name}, swaps or meets the OOM killer.")]
 
 

@@ -7,8 +7,9 @@ from __future__ import annotations
 
 import yaml
 
+from components.config.monitoring import AlertWindows
 from components.config.schema import DeploymentSpec, NodeSpec, StackSpec
-from components.monitoring.alerts import deployment_alerts, node_alerts
+from components.monitoring.alerts import deployment_alerts, node_alerts, windows_of
 from components.monitoring.series import ENGINE_SOURCES, NODE_SOURCES, Expr, Recorded, matchers
 
 
@@ -19,20 +20,22 @@ def recorded(sources: dict[Recorded, Expr], labels: dict[str, str]) -> list[dict
     return [{"record": r.name, "expr": expr(where), "labels": labels} for r, expr in sources.items()]
 
 
-def deployment_group(stack: str, d: DeploymentSpec) -> dict:
+def deployment_group(stack: str, d: DeploymentSpec, windows: AlertWindows) -> dict:
     labels = {"stack": stack, "deployment": d.name}
     return {"name": f"blackwell-serving/{stack}/{d.name}",
-            "rules": recorded(ENGINE_SOURCES[d.engine], labels) + deployment_alerts(d, labels)}
+            "rules": recorded(ENGINE_SOURCES[d.engine], labels) + deployment_alerts(d, labels, windows)}
 
 
-def node_group(stack: str, node: NodeSpec) -> dict:
+def node_group(stack: str, node: NodeSpec, windows: AlertWindows) -> dict:
     labels = {"stack": stack, "node": node.name}
     return {"name": f"blackwell-serving/{stack}/node/{node.name}",
-            "rules": recorded(NODE_SOURCES, labels) + node_alerts(node, labels)}
+            "rules": recorded(NODE_SOURCES, labels) + node_alerts(node, labels, windows)}
 
 
 def rule_groups(stack: str, spec: StackSpec) -> list[dict]:
-    return [*(deployment_group(stack, d) for d in spec.deployments), *(node_group(stack, n) for n in spec.nodes)]
+    windows = windows_of(spec)
+    return [*(deployment_group(stack, d, windows) for d in spec.deployments),
+            *(node_group(stack, n, windows) for n in spec.nodes)]
 
 
 class _Plain(yaml.SafeDumper):

@@ -29,11 +29,14 @@ METRICS_SUBDIR = Path(".state") / "metrics"
 
 
 def target_host(spec: StackSpec, deployment) -> str:
-    """Where a scraper reaches the head's API port: the node's management host when the engine
-    listens on every address, else the address it listens on."""
-    head = next(n for n in spec.nodes if n.name == deployment.nodes[0])
-    bind = str(deployment.bind)
-    host = head.host if bind in ("0.0.0.0", "::") else bind
+    """Where a scraper reaches the head's API port."""
+    return reach(spec, deployment.nodes[0], str(deployment.bind))
+
+
+def reach(spec: StackSpec, node: str, bind: str) -> str:
+    """Where a scraper reaches a server of `node` listening on `bind`: the node's management host
+    when it listens on every address, else the address it listens on."""
+    host = spec.node(node).host if bind in ("0.0.0.0", "::") else bind
     return f"[{host}]" if ":" in host else host
 
 

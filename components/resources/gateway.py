@@ -130,10 +130,11 @@ def routes(gateway: GatewaySpec, apis: Sequence[DeploymentApi]) -> list[Route]:
     return out
 
 
-def litellm_config(gateway: GatewaySpec, routed: Sequence[Route]) -> str:
-    """The proxy's config file: no secret in it (keys are `os.environ/VAR` of the env file)."""
+def litellm_config(gateway: GatewaySpec, routed: Sequence[Route], metrics: bool = False) -> str:
+    """The proxy's config file: no secret in it (keys are `os.environ/VAR` of the env file).
+    metrics: serve /metrics (LiteLLM's prometheus callback) for the stack's Prometheus."""
     text = render("gateway/litellm.yaml.j2", routes=routed, master_key_var=MASTER_KEY_VAR,
-                  key_check=KEY_CHECK, timeout_s=gateway.request_timeout_s)
+                  key_check=KEY_CHECK, timeout_s=gateway.request_timeout_s, metrics=metrics)
     if CONFIG_DELIMITER in text:
         raise ValueError(f"the gateway's config may not contain {CONFIG_DELIMITER}")
     return text
@@ -192,7 +193,8 @@ def health_requests(gateway: GatewaySpec, routed: Sequence[Route]) -> list[dict]
 class GatewayArgs:
     """gateway: its stack entry; apis: what each deployment publishes of its API (the routes and
     their keys); node: where it runs (gateway.node); image, image_id: the gateway image's tag and
-    ID; engines_ready: what its health gate waits for (every deployment's)."""
+    ID; engines_ready: what its health gate waits for (every deployment's); metrics: serve
+    /metrics for the stack's Prometheus (monitoring:)."""
     gateway: GatewaySpec
     apis: Sequence[DeploymentApi]
     node: Node
@@ -200,6 +202,7 @@ class GatewayArgs:
     image_id: pulumi.Input[str]
     engines_ready: Sequence[pulumi.Resource] = ()
     depends_on: Sequence[pulumi.Resource] = ()
+    metrics: bool = False
 
 
 class Gateway(Component):
@@ -210,7 +213,7 @@ class Gateway(Component):
         super().__init__(name, opts)
         gw, node, depends_on = args.gateway, args.node, args.depends_on
         routed = routes(gw, args.apis)
-        self.config_text = litellm_config(gw, routed)
+        self.config_text = litellm_config(gw, routed, args.metrics)
         # The routes and the key check they name: a change of either rewrites both and restarts.
         self.config_digest = digest(self.config_text, KEY_CHECK_TEXT)
         self.unit_text = gateway_unit_text(gw, args.image, self.config_digest)
@@ -250,7 +253,8 @@ class Gateway(Component):
 
 
 def gateway_for(gw: GatewaySpec | None, nodes: Mapping[str, Node], images: Mapping, deployments: Mapping,
-                gates: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions) -> Gateway | None:
+                gates: Sequence[pulumi.Resource], opts: pulumi.ResourceOptions,
+                metrics: bool = False) -> Gateway | None:
     """The stack's gateway (None without `gateway:`): after its image is on its node and after the
     checks and retirements that gate anything of ours there; its gate after every engine's."""
     if gw is None:
@@ -259,4 +263,4 @@ def gateway_for(gw: GatewaySpec | None, nodes: Mapping[str, Node], images: Mappi
     return Gateway("gateway", GatewayArgs(gw, [d.api for d in deployments.values()], nodes[gw.node],
                                           image=image.tag, image_id=image.image_id,
                                           engines_ready=[s for d in deployments.values() for s in d.ready.all()],
-                                          depends_on=[*image.ready.on(gw.node), *gates]), opts)
+                                          depends_on=[*image.ready.on(gw.node), *gates], metrics=metrics), opts)

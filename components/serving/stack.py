@@ -5,6 +5,7 @@ on the nodes; only then retire foreign units; the Ray cluster; the engine; the h
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 import pulumi
 
@@ -43,14 +44,18 @@ from components.steps.ssh import Connection
 @dataclass(frozen=True)
 class ServingStackArgs:
     """spec: the stack config; observe: probe each node once so that the plan sees drift
-    (components/facts; off offline); prober: stands in for the SSH probe (tests)."""
+    (components/facts; off offline); prober: stands in for the SSH probe (tests); monitoring: what
+    builds the stack's `monitoring:` on its nodes (components/monitoring/deploy.py monitoring_for,
+    a floor above this one: the program and the tests hand it in), called as
+    monitoring(spec, stack name, nodes, gates per node, opts)."""
     spec: StackSpec
     observe: bool = False
     prober: Prober | None = None
+    monitoring: Callable | None = None
 
 
 class ServingStack(Component):
-    """ready: every deployment's health gate and the gateway's."""
+    """ready: every deployment's health gate and the gateway's (monitoring has its own)."""
     TYPE = types.SERVING_STACK
 
     def __init__(self, name: str, args: ServingStackArgs, opts: pulumi.ResourceOptions | None = None):
@@ -128,7 +133,10 @@ class ServingStack(Component):
         # One OpenAI-compatible endpoint for every model, when the stack has one (components/resources/gateway.py).
         self.gateway = gateway_for(spec.gateway, self.nodes, self.images, self.deployments,
                                    gates=[*checked, *retired.on(spec.gateway.node if spec.gateway else "")],
-                                   opts=child)
+                                   opts=child, metrics=spec.monitoring is not None)
+        # Prometheus and the exporters (absent without `monitoring:`), after what gates each node.
+        self.monitoring = (args.monitoring(spec, name, self.nodes, {n: [*checked, *retired.on(n)] for n in self.nodes},
+                                           child) if args.monitoring is not None else None)
         self.ready = Ready().union(*(d.ready for d in self.deployments.values()),
                                    *([self.gateway.ready] if self.gateway is not None else []))
 

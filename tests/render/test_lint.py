@@ -66,11 +66,15 @@ def test_units_pass_systemd_analyze_verify(stack):
 
 def stub_venv_program(text: str, stubs: Path) -> str:
     """A unit of runtime venv runs ROOT/IMAGE/current/bin/PROGRAM, which exists only on a node
-    where the venv is built: the check runs it against an executable stub at the same path under
-    `stubs` (every other check of the unit is unchanged)."""
+    where the venv is built, and monitoring's units a program of a Debian package the step installs
+    on the node (components/monitoring/deploy.py): the check runs it against an executable stub at
+    the same path under `stubs` (every other check of the unit is unchanged)."""
     import re
 
-    m = re.search(r"^ExecStart=(/\S+/current/bin/[A-Za-z0-9._-]+)", text, re.M)
+    from components.monitoring.deploy import PROGRAMS
+
+    m = (re.search(r"^ExecStart=(/\S+/current/bin/[A-Za-z0-9._-]+)", text, re.M)
+         or re.search(rf"^ExecStart=({'|'.join(map(re.escape, PROGRAMS))})\s", text, re.M))
     if m is None:
         return text
     fake = stubs / m.group(1).lstrip("/")
@@ -107,7 +111,9 @@ NOT_SHELL_WORDS = {"dockerfile", "unit_text", "request_json", "engine_digest", "
                    "bound_bytes | int", "join_grace_s | int", "head_port | int",
                    # the gateway's scripts: its config, key check and request bodies are quoted
                    # here-documents
-                   "config_text", "key_check_text", "r.body", "gateway_digest", "requests | length | int"}
+                   "config_text", "key_check_text", "r.body", "gateway_digest", "requests | length | int",
+                   # Prometheus's rules: a quoted here-document
+                   "rules_text"}
 
 
 def test_script_templates_quote_every_interpolated_value():

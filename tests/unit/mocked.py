@@ -9,6 +9,7 @@ from pathlib import Path
 import pulumi
 
 from components.config import load_stack_file
+from components.monitoring.deploy import monitoring_for
 
 REPO = Path(__file__).resolve().parents[2]
 # The types of a step (components/steps/remote.py): a script on a node, work on the operator's machine.
@@ -80,7 +81,7 @@ def build(stack: str, preview: bool = True):
     pulumi.runtime.set_mocks(recorder, project="blackwell-serving", stack=stack, preview=preview)
     recorder.watch(pulumi.runtime.settings.SETTINGS.monitor)
     spec = load_stack_file(REPO / "stacks" / f"Pulumi.{stack}.yaml")
-    built = ServingStack(stack, ServingStackArgs(spec))
+    built = ServingStack(stack, ServingStackArgs(spec, monitoring=monitoring_for))
     return built, recorder
 
 
@@ -221,7 +222,8 @@ def snapshot(stack: str, spec=None) -> Snapshot:
         for r in refs:
             if r.config:
                 pulumi.runtime.set_config(f"{PROJECT}:{r.config}", SENTINEL)
-        out["serving"] = ServingStack(stack, ServingStackArgs(spec, observe=True, prober=probe))
+        out["serving"] = ServingStack(stack, ServingStackArgs(spec, observe=True, prober=probe,
+                                                              monitoring=monitoring_for))
         out["recorder"] = recorder
 
     try:

@@ -56,6 +56,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -58,6 +58,7 @@ bws_exit() {
     systemctl) package=systemd ;;
     awk) package=mawk ;;
     free) package=procps ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -53,6 +53,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     python3) package=python3 ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -63,6 +63,7 @@ bws_exit() {
     ssh) package=openssh-client ;;
     free) package=procps ;;
     ethtool) package=ethtool ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -73,6 +73,7 @@ bws_exit() {
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
     awk) package=mawk ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

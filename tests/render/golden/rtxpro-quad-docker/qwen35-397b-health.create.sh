@@ -56,6 +56,7 @@ bws_exit() {
     docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
     curl) package=curl ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -74,6 +74,7 @@ bws_exit() {
   case $missing in
     awk) package=mawk ;;
     python3) package=python3 ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -55,6 +55,7 @@ bws_exit() {
   # The Debian package of each command this script names (templates/node-packages.txt; render.py).
   case $missing in
     python3) package=python3 ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

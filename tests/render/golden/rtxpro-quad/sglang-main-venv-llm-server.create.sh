@@ -76,6 +76,7 @@ bws_exit() {
     awk) package=mawk ;;
     python3) package=python3 ;;
     git) package=git ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

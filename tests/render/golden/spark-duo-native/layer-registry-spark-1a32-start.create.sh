@@ -75,6 +75,7 @@ bws_exit() {
     docker) package=docker.io ;;
     awk) package=mawk ;;
     curl) package=curl ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

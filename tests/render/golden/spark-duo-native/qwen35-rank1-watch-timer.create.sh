@@ -54,6 +54,7 @@ bws_exit() {
     docker) package=docker.io ;;
     systemctl) package=systemd ;;
     awk) package=mawk ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -149,6 +150,7 @@ bws_exit() {
     docker) package=docker.io ;;
     systemctl) package=systemd ;;
     awk) package=mawk ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

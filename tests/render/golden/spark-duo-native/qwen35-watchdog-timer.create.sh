@@ -54,6 +54,7 @@ bws_exit() {
     systemctl) package=systemd ;;
     awk) package=mawk ;;
     curl) package=curl ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -143,6 +144,7 @@ bws_exit() {
     systemctl) package=systemd ;;
     awk) package=mawk ;;
     curl) package=curl ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -58,6 +58,7 @@ bws_exit() {
     ssh) package=openssh-client ;;
     ip|rdma) package=iproute2 ;;
     ping) package=iputils-ping ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

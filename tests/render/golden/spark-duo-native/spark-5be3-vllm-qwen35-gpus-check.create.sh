@@ -58,6 +58,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     systemctl) package=systemd ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

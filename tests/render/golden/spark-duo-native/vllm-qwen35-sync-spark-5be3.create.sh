@@ -86,6 +86,7 @@ bws_exit() {
     python3) package=python3 ;;
     ssh) package=openssh-client ;;
     pv) package=pv ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

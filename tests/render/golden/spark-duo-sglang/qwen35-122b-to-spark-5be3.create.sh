@@ -74,6 +74,7 @@ bws_exit() {
     awk) package=mawk ;;
     rsync) package=rsync ;;
     ssh) package=openssh-client ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

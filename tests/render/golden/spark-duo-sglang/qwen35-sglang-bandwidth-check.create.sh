@@ -64,6 +64,7 @@ bws_exit() {
     ip) package=iproute2 ;;
     free) package=procps ;;
     ethtool) package=ethtool ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -59,6 +59,7 @@ bws_exit() {
     systemctl|journalctl) package=systemd ;;
     awk) package=mawk ;;
     python3) package=python3 ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -59,6 +59,7 @@ bws_exit() {
     awk) package=mawk ;;
     ps|free) package=procps ;;
     lspci) package=pciutils ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

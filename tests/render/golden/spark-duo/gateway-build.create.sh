@@ -75,6 +75,7 @@ bws_exit() {
     docker) package=docker.io ;;
     awk) package=mawk ;;
     python3) package=python3 ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

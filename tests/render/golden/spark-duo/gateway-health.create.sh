@@ -3,7 +3,7 @@
 # and one with a wrong key refused with 401 (what OpenAI clients take for a wrong key), then a real
 # request through the gateway for each model (a chat completion, or an embedding), with the
 # gateway's key. Bounded by gateway.health.timeout_s.
-# Gateway checked: 91e776f9367b (new routes or a new unit mean a new check).
+# Gateway checked: edcf679fbb15 (new routes or a new unit mean a new check).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'health gateway' "$*" >&2; bws_said+=("$*"); }
@@ -57,6 +57,7 @@ bws_exit() {
   case $missing in
     systemctl|journalctl) package=systemd ;;
     curl) package=curl ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

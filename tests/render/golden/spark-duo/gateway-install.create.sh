@@ -56,6 +56,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
@@ -118,6 +119,9 @@ litellm_settings:
   request_timeout: 600
   # An upstream's error is the client's answer: no retry on another route.
   num_retries: 0
+  # /metrics for the stack's Prometheus (LiteLLM's prometheus callback; without LiteLLM's
+  # enterprise licence it serves the process's own metrics).
+  callbacks: ["prometheus"]
 general_settings:
   master_key: "os.environ/LITELLM_MASTER_KEY"
   # The key check (bws_key_check.py beside this file): the master key accepted, anything else
@@ -214,7 +218,7 @@ ExecStart=/usr/bin/docker run --rm --name "bws-gateway" \
   "--mount" \
   "type=bind,source=/etc/blackwell-serving/gateway.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "--label" \
-  "org.blackwell-serving.gateway-config=393f39e0a60b" \
+  "org.blackwell-serving.gateway-config=03941ba87ed4" \
   "-e" \
   "LITELLM_LOCAL_MODEL_COST_MAP" \
   "-e" \

@@ -61,6 +61,8 @@ env_file() {
   printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
 }
 unit_state bws-gateway.service
+unit_state bws-node-exporter.service
+unit_state bws-prometheus.service
 unit_state bws-qwen35-ray-head.service
 unit_state bws-qwen35-watchdog.timer
 unit_state bws-qwen35.service
@@ -76,6 +78,7 @@ rdma_port roceP2p1s0f1/1
 endpoint http://127.0.0.1:4000/health/liveliness
 endpoint http://127.0.0.1:5055/v2/
 endpoint http://127.0.0.1:8000/health
+endpoint http://127.0.0.1:9090/-/ready
 ray_members bws-qwen35-ray-head
 env_file /etc/blackwell-serving/gateway.env
 env_file /etc/blackwell-serving/qwen35.env

@@ -46,6 +46,7 @@ fabric_link() {
 rdma_port() {
   printf 'rdma\t%s\t%s\n' "$1" "$(cat "/sys/class/infiniband/${1%/*}/ports/${1#*/}/state" 2>/dev/null || echo absent)"
 }
+unit_state bws-node-exporter.service
 unit_state bws-qwen35-ray-worker.service
 unit_state vllm-embeddings.service
 image_state hellohal2064/vllm-qwen3.5-gb10:latest

@@ -58,6 +58,7 @@ bws_exit() {
     docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
     awk) package=mawk ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

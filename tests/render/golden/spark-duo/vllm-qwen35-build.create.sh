@@ -74,6 +74,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     awk) package=mawk ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"

@@ -53,6 +53,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     ssh) package=openssh-client ;;
+    apt-get) package=apt ;;
     *) ;;
   esac
   printf '\n%s\n' "FAILED: $BWS_DOING"
