@@ -3,8 +3,8 @@ python -m components.monitoring --stack STACK --status-page FILE [--prometheus U
 
 Writes the stack's monitoring files into DIR (default: .state/monitoring under the project,
 beside the scrape targets of components/operator/metrics.py): <stack>.rules.yml, the Prometheus
-rules (rules.py), and <stack>.dashboard.json, the Grafana dashboard (dashboard.py). Nothing here
-reaches a node: the component that installs Prometheus comes later (docs/monitoring.md).
+rules (rules.py), and <stack>.dashboard.json, the Grafana dashboard (dashboard.py), for a Prometheus
+of your own (with `monitoring:`, `pulumi up` puts the rules on the stack's own: deploy.py).
 
 With --status-page, writes that one file instead: the stack's status page (status_page.py), read
 from the Prometheus at URL. It exits 1 when Prometheus did not answer (the page, written all the

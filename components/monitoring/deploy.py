@@ -124,9 +124,9 @@ class Monitoring(Component):
 
     def _package(self, name: str, node: Node, package: str, depends_on: Sequence[pulumi.Resource]):
         values = dict(package=package, own_units=OWN_UNITS[package])
-        return run(f"{name}-{node.name}-{package}-package", node, parent=self, depends_on=depends_on,
-                   step=StepInfo(node.name, "serve", do=f"Install the Debian package {package} on {node.name} when missing",
-                                 undo=f"Remove the Debian package {package} from {node.name} if we installed it"),
+        step = StepInfo(node.name, "serve", do=f"Install the Debian package {package} on {node.name} when missing",
+                        undo=f"Remove the Debian package {package} from {node.name} if we installed it")
+        return run(f"{name}-{node.name}-{package}-package", node, parent=self, depends_on=depends_on, step=step,
                    create=render("scripts/install-package.sh.j2", **values),
                    delete=render("scripts/remove-package.sh.j2", **values))
 

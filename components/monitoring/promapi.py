@@ -30,6 +30,13 @@ class Series:
     points: tuple[tuple[float, float], ...]     # (unix time, value), oldest first
 
 
+@dataclass(frozen=True)
+class Target:
+    labels: dict[str, str]
+    health: str            # up | down | unknown (not scraped yet)
+    error: str
+
+
 class Prometheus:
     def __init__(self, base_url: str, timeout_s: float = TIMEOUT_S):
         self.base_url = base_url.rstrip("/")
@@ -57,6 +64,11 @@ class Prometheus:
         if data["resultType"] == "scalar":
             return [Sample({}, _number(data["result"][1]))]
         return [Sample(r["metric"], _number(r["value"][1])) for r in data["result"]]
+
+    def targets(self) -> list[Target]:
+        """Every active scrape target, with its health."""
+        return [Target(t["labels"], t["health"], t.get("lastError", ""))
+                for t in self._get("/api/v1/targets", {"state": "active"})["activeTargets"]]
 
     def query_range(self, expr: str, start: float, end: float, step_s: float) -> list[Series]:
         data = self._get("/api/v1/query_range",
