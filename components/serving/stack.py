@@ -135,8 +135,11 @@ class ServingStack(Component):
                                    gates=[*checked, *retired.on(spec.gateway.node if spec.gateway else "")],
                                    opts=child, metrics=spec.monitoring is not None)
         # Prometheus and the exporters (absent without `monitoring:`), after what gates each node.
+        if spec.monitoring is not None and args.monitoring is None:
+            raise ValueError("the stack declares monitoring: but ServingStackArgs.monitoring is None; fix: pass "
+                             "components.monitoring.deploy.monitoring_for (as __main__.py does)")
         self.monitoring = (args.monitoring(spec, name, self.nodes, {n: [*checked, *retired.on(n)] for n in self.nodes},
-                                           child) if args.monitoring is not None else None)
+                                           child) if spec.monitoring is not None else None)
         self.ready = Ready().union(*(d.ready for d in self.deployments.values()),
                                    *([self.gateway.ready] if self.gateway is not None else []))
 

@@ -43,8 +43,9 @@ PROGRAM = textwrap.dedent('''
     def build():
         pulumi.runtime.set_mocks(Mocks(), project="blackwell-serving", stack=sys.argv[3], preview=True)
         from components.config import load_stack_file
+        from components.monitoring.deploy import monitoring_for
         from components.serving.stack import ServingStack, ServingStackArgs
-        ServingStack(sys.argv[3], ServingStackArgs(load_stack_file(Path(sys.argv[2]))))
+        ServingStack(sys.argv[3], ServingStackArgs(load_stack_file(Path(sys.argv[2])), monitoring=monitoring_for))
 
     build()
     print("\\n".join(f"resource {n}" for n in names))

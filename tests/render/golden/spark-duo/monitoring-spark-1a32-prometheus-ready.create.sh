@@ -80,10 +80,14 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
+unit_running() {
+  case "$(systemctl is-active "$1" 2>/dev/null)" in active|activating|reloading) return 0 ;; esac
+  return 1
+}
 url=http://127.0.0.1:9090/-/ready
 deadline=$(( $(date +%s) + 120 ))
 until curl -fsS --max-time 5 "$url" >/dev/null 2>&1; do
-  if [ "$(date +%s)" -ge "$deadline" ] || ! systemctl is-active --quiet bws-prometheus.service; then
+  if [ "$(date +%s)" -ge "$deadline" ] || ! unit_running bws-prometheus.service; then
     log "Prometheus is not ready at $url; last lines of its journal:"
     journalctl -u bws-prometheus.service -n 30 --no-pager >&2 || true
     exit 1
