@@ -69,11 +69,17 @@ init_cluster() {  # init_cluster <bin>
   let_postgres_through
   as_postgres "$bin/initdb" -D "$DATA" -U postgres -E UTF8 --auth-local=peer --auth-host=reject \
     >"$PG_DIR/initdb.log" 2>&1 || die "initdb failed; see $PG_DIR/initdb.log"
-  # Only the lab's role, only from the management network, only with its password.
-  printf '%s\n' "local all postgres peer" \
-    "host all $LAB_POSTGRES_USER $LAB_MGMT_SUBNET scram-sha-256" >"$DATA/pg_hba.conf"
   printf '%s\n' "listen_addresses = '$LAB_MGMT_GATEWAY'" "port = $LAB_POSTGRES_PORT" \
     "unix_socket_directories = '$SOCK'" "password_encryption = 'scram-sha-256'" >>"$DATA/postgresql.conf"
+}
+
+# Who may log in: only the lab's role, only with its password, only from the management network or
+# from this machine (whose own connections to the bridge's address come from its primary address).
+# Written on every `up` (the server reads it again below), so a changed rule reaches a running lab.
+write_hba() {
+  printf '%s\n' "local all postgres peer" \
+    "host all $LAB_POSTGRES_USER $LAB_MGMT_SUBNET scram-sha-256" \
+    "host all $LAB_POSTGRES_USER samehost scram-sha-256" >"$DATA/pg_hba.conf"
 }
 
 start_server() {  # start_server <bin>
@@ -105,8 +111,10 @@ up() {
     log "postgres: answers on $LAB_MGMT_GATEWAY:$LAB_POSTGRES_PORT"
   else
     [[ -s $DATA/PG_VERSION ]] || init_cluster "$bin"
+    write_hba
     start_server "$bin"
   fi
+  write_hba
   # The role and its database, made once; the password set each time (the password file is the
   # lab state's, the data the cache root's: either may be new). Read from stdin, never an argument.
   as_postgres "$bin/psql" -q -X -h "$SOCK" -p "$LAB_POSTGRES_PORT" -d postgres -v ON_ERROR_STOP=1 -f - \
@@ -114,6 +122,7 @@ up() {
 SELECT 'CREATE ROLE $LAB_POSTGRES_USER LOGIN CREATEDB'
   WHERE NOT EXISTS (SELECT FROM pg_roles WHERE rolname = '$LAB_POSTGRES_USER') \gexec
 ALTER ROLE $LAB_POSTGRES_USER PASSWORD '$pw';
+SELECT pg_reload_conf();
 SELECT 'CREATE DATABASE $LAB_POSTGRES_DB OWNER $LAB_POSTGRES_USER'
   WHERE NOT EXISTS (SELECT FROM pg_database WHERE datname = '$LAB_POSTGRES_DB') \gexec
 SQL
