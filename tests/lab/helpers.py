@@ -77,6 +77,23 @@ def sh(node: lab.Node, command: str, check: bool = True) -> str:
     return run.stdout.strip()
 
 
+def docker(*args: str, timeout: int = 120, check: bool = True) -> subprocess.CompletedProcess:
+    """The host's `docker` (the lab's daemon); a failure, when checked, fails with its words."""
+    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
+    if check and done.returncode != 0:
+        raise AssertionError(f"docker {' '.join(args[:3])}: {done.stderr[-2000:]}")
+    return done
+
+
+def minbase_image() -> str:
+    """The lab's debootstrap minbase (tests/lab/engine/prepare.sh builds it for the lab images): a
+    bare Debian machine for the tests' operator containers."""
+    tags = docker("images", "bws-lab/bookworm-minbase", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
+    if not tags:
+        pytest.fail("no bws-lab/bookworm-minbase image; fix: tests/lab/lab up (its engine step builds it)")
+    return tags[0]
+
+
 def pulumi(*args: str, timeout: int = 2400, stack: str = STACK, cwd=REPO) -> subprocess.CompletedProcess:
     return subprocess.run(["pulumi", *args, "--stack", stack, "--non-interactive"], cwd=cwd,
                           capture_output=True, text=True, timeout=timeout, env=lab.pulumi_env())

@@ -42,7 +42,7 @@ import pytest
 import yaml
 
 from tests.lab import topology as lab
-from tests.lab.helpers import REPO, check_lab, completion, node_state, require_lab
+from tests.lab.helpers import REPO, check_lab, completion, docker, minbase_image, node_state, require_lab
 
 pytestmark = pytest.mark.lab
 LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
@@ -62,21 +62,6 @@ def lab_models() -> list[str]:
     state = Path(lab.ENV["LAB_STATE_DIR"])
     return sorted({Path(m["source"]["path"]).relative_to(state).parts[0]
                    for m in config["blackwell-serving:models"] if m.get("source", {}).get("kind") == "local"})
-
-
-def docker(*args: str, timeout: int = 120, check: bool = True) -> subprocess.CompletedProcess:
-    done = subprocess.run(["docker", *args], capture_output=True, text=True, timeout=timeout)
-    if check and done.returncode != 0:
-        raise AssertionError(f"docker {' '.join(args[:3])}: {done.stderr[-2000:]}")
-    return done
-
-
-def minbase_image() -> str:
-    """The lab's debootstrap minbase (tests/lab/engine/prepare.sh builds it for the lab images)."""
-    tags = docker("images", "bws-lab/bookworm-minbase", "--format", "{{.Repository}}:{{.Tag}}").stdout.split()
-    if not tags:
-        pytest.fail("no bws-lab/bookworm-minbase image; fix: tests/lab/lab up (its engine step builds it)")
-    return tags[0]
 
 
 def project_copy(dest: Path) -> Path:
