@@ -62,7 +62,9 @@ GATEWAY_ENV_FILE = f"{ETC_DIR}/gateway.env"
 # removes those and no other.
 PROMETHEUS_UNIT = f"{PREFIX}prometheus.service"
 NODE_EXPORTER_UNIT = f"{PREFIX}node-exporter.service"
-PROMETHEUS_CONFIG_DIR = f"{ETC_DIR}/prometheus"
+# Beside ETC_DIR, not in it: ETC_DIR is root-only (its env files hold keys), and Prometheus runs as
+# the package's `prometheus` user, which must read its configuration (found by the lab test).
+PROMETHEUS_CONFIG_DIR = f"{ETC_DIR}-prometheus"
 PROMETHEUS_DATA_DIR = f"{STATE_DIR}/prometheus"
 PACKAGE_RECORDS_DIR = f"{STATE_DIR}/packages"
 

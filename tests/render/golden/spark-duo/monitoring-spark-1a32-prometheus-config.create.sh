@@ -82,7 +82,7 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-config_dir=/etc/blackwell-serving/prometheus
+config_dir=/etc/blackwell-serving-prometheus
 install -d -m 0755 "$config_dir"
 install -d -m 0750 -o prometheus -g prometheus /var/lib/blackwell-serving/prometheus
 work=$(mktemp -d "$config_dir/.new.XXXXXX")
@@ -94,7 +94,7 @@ global:
   scrape_timeout: 10s
   evaluation_interval: 30s
 rule_files:
-- /etc/blackwell-serving/prometheus/rules.yml
+- /etc/blackwell-serving-prometheus/rules.yml
 scrape_configs:
 - job_name: prometheus
   static_configs:
@@ -264,7 +264,7 @@ groups:
       description: 'MemAvailable below 10% of MemTotal for 5m: the next allocation of an engine, or of anything else on spark-5be3, swaps or meets the OOM killer.'
 BWS_PROMETHEUS_RULES_EOF
 # The config names the rules at their final path: check a copy that names the new one.
-rules_file=/etc/blackwell-serving/prometheus/rules.yml
+rules_file=/etc/blackwell-serving-prometheus/rules.yml
 sed "s#$rules_file#$work/rules.yml#" "$work/prometheus.yml" > "$work/check.yml"
 if ! promtool check config "$work/check.yml" >&2; then
   log "promtool refused the configuration"
@@ -272,5 +272,5 @@ if ! promtool check config "$work/check.yml" >&2; then
 fi
 chmod 0644 "$work/prometheus.yml" "$work/rules.yml"
 mv -f "$work/rules.yml" "$rules_file"
-mv -f "$work/prometheus.yml" /etc/blackwell-serving/prometheus/prometheus.yml
-log "written ($(sha256sum /etc/blackwell-serving/prometheus/prometheus.yml | cut -c1-12))"
+mv -f "$work/prometheus.yml" /etc/blackwell-serving-prometheus/prometheus.yml
+log "written ($(sha256sum /etc/blackwell-serving-prometheus/prometheus.yml | cut -c1-12))"

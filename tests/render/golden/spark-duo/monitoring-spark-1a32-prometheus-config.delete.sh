@@ -78,5 +78,5 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-rm -rf /etc/blackwell-serving/prometheus /var/lib/blackwell-serving/prometheus
+rm -rf /etc/blackwell-serving-prometheus /var/lib/blackwell-serving/prometheus
 log "removed"

@@ -92,7 +92,7 @@ install -d -m 0755 "$record_dir"
 cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 # Managed by blackwell-serving (Monitoring); edits are drift and are reverted by `pulumi up`.
 # It runs a Debian package's binary (/usr/bin/prometheus); the package's own unit stays off.
-# Its configuration: d54eadde6d1d (a new one restarts it).
+# Its configuration: 56188e4feb45 (a new one restarts it).
 [Unit]
 Description=Prometheus (blackwell-serving) on port 9090
 After=network-online.target
@@ -102,7 +102,7 @@ Wants=network-online.target
 Type=simple
 User=prometheus
 ExecStart=/usr/bin/prometheus \
-  "--config.file=/etc/blackwell-serving/prometheus/prometheus.yml" \
+  "--config.file=/etc/blackwell-serving-prometheus/prometheus.yml" \
   "--storage.tsdb.path=/var/lib/blackwell-serving/prometheus" \
   "--storage.tsdb.retention.time=15d" \
   "--web.listen-address=0.0.0.0:9090"
