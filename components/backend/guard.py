@@ -11,8 +11,11 @@ taken, and a dead one's never blocks.
 
 Who holds it is told from a row (bws_stack_runs: user, host, pid, since by the holder's clock),
 written once the lock is held; the row outlives a dead run, which is how the next run knows the
-Pulumi lock that run left is its own (components/backend/locks.py). The session's
-application_name says the same, for the instant between the lock and the row."""
+Pulumi lock that run left is its own (components/backend/locks.py). The server names the session
+that holds the lock (its application_name says user@host (pid)): the row is told only when it is
+that session's, so the instant between the lock and the row (found by the lab's two-machine race:
+the row then still names nobody, or a dead run before it) shows the holder too, with the time its
+session began."""
 
 from __future__ import annotations
 
@@ -44,7 +47,8 @@ class Holder:
     since: datetime
 
     def who(self) -> str:
-        return f"{self.user}@{self.host} (pid {self.pid}) since {self.since.astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+        since = self.since.astimezone(timezone.utc)
+        return f"{_me(self.user, self.host, self.pid)} since {since:%Y-%m-%d %H:%M:%S} UTC"
 
 
 def lock_key(project: str, stack: str) -> int:
@@ -59,7 +63,7 @@ def connect(url: str):
     check_passfile()
     try:
         conn = psycopg.connect(conninfo(url), autocommit=True, connect_timeout=10,
-                               application_name=f"bws {getpass.getuser()}@{socket.gethostname()} pid {os.getpid()}"[:63])
+                               application_name=f"bws {_me(getpass.getuser(), socket.gethostname(), os.getpid())}"[:63])
     except psycopg.OperationalError as err:
         raise BackendError(f"cannot reach the team backend {redact(url)}: {str(err).strip()}; fix: check the URL, "
                            f"and PGPASSFILE (host:port:db:user:password, mode 0600)") from None
@@ -80,16 +84,30 @@ def _row(conn, name: str) -> Holder | None:
     return Holder(*row) if row else None
 
 
-def _session_of(conn, key: int) -> str:
-    """Who holds `key` as the server sees it: the holder's application_name and connection time."""
+def _me(user: str, host: str, pid: int) -> str:
+    return f"{user}@{host} (pid {pid})"
+
+
+def _session_of(conn, key: int) -> tuple[str, datetime] | None:
+    """Who holds `key` as the server sees it: the holder's application_name (without `bws `) and
+    the time its session began; None when nobody does."""
     # A bigint advisory key shows in pg_locks as classid (high 32 bits), objid (low), objsubid 1.
     row = conn.execute(
         "SELECT a.application_name, a.backend_start FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid "
         "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = %s::bigint::oid AND l.objid = %s::bigint::oid "
         "AND l.objsubid = 1", ((key >> 32) & 0xFFFFFFFF, key & 0xFFFFFFFF)).fetchone()
-    if not row:
+    return (row[0].removeprefix("bws "), row[1]) if row else None
+
+
+def holder_of(conn, name: str, key: int) -> str:
+    """Who holds the stack, for the message of a run that does not get it: the row when it is the
+    holding session's (its `since` is when the lock was taken), else the session itself."""
+    row, session = _row(conn, name), _session_of(conn, key)
+    if session is None:
         return "a run that just ended"
-    return f"{row[0].removeprefix('bws ')} since {row[1].astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
+    if row and _me(row.user, row.host, row.pid) == session[0]:
+        return row.who()
+    return f"{session[0]} since {session[1].astimezone(timezone.utc):%Y-%m-%d %H:%M:%S} UTC"
 
 
 class Guard:
@@ -123,10 +141,8 @@ def acquire(url: str, project: str, stack: str) -> Guard:
     try:
         _ensure_table(conn)
         if not conn.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]:
-            holder = _row(conn, name)
-            who = holder.who() if holder else _session_of(conn, key)
-            raise StackBusy(f"stack {stack} is being changed by {who}; this run changed nothing: wait for that "
-                            f"run to end, then run again")
+            raise StackBusy(f"stack {stack} is being changed by {holder_of(conn, name, key)}; this run changed "
+                            f"nothing: wait for that run to end, then run again")
         previous = _row(conn, name)   # a row left while nobody holds the lock: its run died
         me = Holder(getpass.getuser(), socket.gethostname(), os.getpid(), datetime.now(timezone.utc))
         conn.execute(f"INSERT INTO {TABLE} (stack, username, hostname, pid, since) VALUES (%s, %s, %s, %s, %s) "

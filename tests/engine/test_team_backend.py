@@ -14,6 +14,7 @@ stack from the file backend (export, login, init, import: nothing to do after)."
 
 from __future__ import annotations
 
+import getpass
 import json
 import os
 import random
@@ -153,6 +154,33 @@ def test_pulumis_check_write_check_can_refuse_both_and_the_guard_cannot(cluster)
         for conn in sessions:
             conn.execute(f"DELETE FROM {table} WHERE key LIKE %s", (lock_dir + "/%",))
             conn.close()
+
+
+def test_the_refusal_names_the_session_that_holds_the_guard_not_a_row_left_before(cluster, monkeypatch):
+    """Between the holder's lock and its row (found by the lab's two-machine race), and while the
+    row still names a dead run before it, the refused run names the holding session as the server
+    sees it; once the holder's row is written, the row (since: when the lock was taken)."""
+    monkeypatch.setenv("PGPASSFILE", str(cluster.passfile))
+    name, key = f"{t.PROJECT}/window", team.lock_key(t.PROJECT, "window")
+    holder = team.connect(cluster.url())
+    try:
+        team._ensure_table(holder)
+        holder.execute(f"INSERT INTO {team.TABLE} VALUES (%s, 'gone', 'elsewhere', 4242, now() - interval '1 hour')",
+                       (name,))
+        assert holder.execute("SELECT pg_try_advisory_lock(%s)", (key,)).fetchone()[0]
+        user, host = getpass.getuser(), socket.gethostname()
+        me = f"{user}@{host} (pid {os.getpid()})"
+        with pytest.raises(team.StackBusy) as busy:
+            team.acquire(cluster.url(), t.PROJECT, "window")
+        assert f"stack window is being changed by {me} since " in str(busy.value) and "elsewhere" not in str(busy.value)
+        holder.execute(f"UPDATE {team.TABLE} SET username = %s, hostname = %s, pid = %s, since = %s WHERE stack = %s",
+                       (user, host, os.getpid(), "2026-12-01 00:00:00+00", name))
+        with pytest.raises(team.StackBusy) as busy:
+            team.acquire(cluster.url(), t.PROJECT, "window")
+        assert f"being changed by {me} since 2026-12-01 00:00:00 UTC;" in str(busy.value), str(busy.value)
+    finally:
+        holder.execute(f"DELETE FROM {team.TABLE} WHERE stack = %s", (name,))
+        holder.close()
 
 
 def test_guarded_runs_exactly_one_changes_the_stack(tmp_path, cluster):
