@@ -45,15 +45,24 @@ def swap(tmp_path):
         (bin_dir / tool).chmod(0o755)
     env = {**os.environ, "PATH": f"{bin_dir}:{os.environ['PATH']}", "FAKE": str(fake), "ROOT": str(root)}
 
-    def run(held: int, returned: int, bound_gb: float = 0.5, timeout_s: int = 1) -> subprocess.CompletedProcess:
-        """An engine running and holding `held` bytes (anon + shmem) whose stop gives back `returned`."""
+    def run(held: int, returned: int, bound_gb: float = 0.5, timeout_s: int = 1,
+            v1: bool = False) -> subprocess.CompletedProcess:
+        """An engine running and holding `held` bytes (anon + shmem) whose stop gives back `returned`;
+        v1: on a host whose memory controller is cgroup v1's (a hybrid host: the lab's)."""
         (fake / "active").write_text("active\n")
         available_kb = 4 * GB // 1024
         (fake / "available_kb").write_text(f"{available_kb}\n")
         (fake / "returned_kb").write_text(f"{returned // 1024}\n")
         (root / "proc/meminfo").write_text(f"MemTotal: 16000000 kB\nMemAvailable: {available_kb} kB\n")
-        (root / "sys/fs/cgroup/system.slice/bws-d.service/memory.stat").write_text(
-            f"anon {held - held // 4}\nfile 999999999\nshmem {held // 4}\n")
+        if v1:
+            # Its own counters, and those with its children (total_): a container's processes.
+            stat = root / "sys/fs/cgroup/memory/system.slice/bws-d.service/memory.stat"
+            stat.parent.mkdir(parents=True, exist_ok=True)
+            stat.write_text(f"cache 999999999\nrss 0\nshmem 0\ntotal_cache 999999999\n"
+                            f"total_rss {held - held // 4}\ntotal_shmem {held // 4}\n")
+        else:
+            (root / "sys/fs/cgroup/system.slice/bws-d.service/memory.stat").write_text(
+                f"anon {held - held // 4}\nfile 999999999\nshmem {held // 4}\n")
         script = render("scripts/install-unit.sh.j2", unit_text=unit_text("2"), unit_name=UNIT, env_file=None,
                         container=None, must_stay_up=False,
                         release=MemoryReleaseSpec(bound_gb=bound_gb, timeout_s=timeout_s))
@@ -87,3 +96,12 @@ def test_page_cache_is_not_counted_as_held(swap):
     run, _ = swap
     done = run(held=GB, returned=GB)
     assert done.returncode == 0 and "1000 MB back" in done.stderr
+
+
+def test_a_v1_memory_controller_counts_what_the_unit_holds(swap):
+    """A hybrid host (cgroup v1's memory controller, v2's tree without it: the lab's) counts the
+    unit and its children there; its v2 tree would have shown nothing held."""
+    run, _ = swap
+    done = run(held=3 * GB, returned=GB, v1=True)
+    assert done.returncode == 1
+    assert "bws-d.service held 3000 MB;" in done.stderr

@@ -266,19 +266,26 @@ meminfo_kb() {
 }
 mem_available() { echo $(( $(meminfo_kb MemAvailable) * 1024 )); }
 held_by() {  # UNIT [CONTAINER] -> bytes of anon + shmem in its cgroup (0 when unknown)
-  local cg="" pid
+  # cgroup v2: the unified tree. v1 (a hybrid host, such as the lab's, whose unified tree has no
+  # memory controller and showed nothing held): the memory controller's tree, children included.
+  local root=/sys/fs/cgroup keys="anon shmem" cg="" pid=""
+  [ -d /sys/fs/cgroup/memory ] && root=/sys/fs/cgroup/memory keys="total_rss total_shmem"
   if [ -n "${2:-}" ]; then
     pid=$(docker inspect --format '{{.State.Pid}}' "$2" 2>/dev/null || true)
-    [ -n "$pid" ] && [ "$pid" != 0 ] && cg=$(sed -n 's/^0:://p' "/proc/$pid/cgroup" 2>/dev/null || true)
+  fi
+  if [ -n "$pid" ] && [ "$pid" != 0 ]; then
+    # /proc/PID/cgroup: "0::PATH" (v2), "N:...,memory,...:PATH" (v1)
+    cg=$(awk -F: -v v1="${root#/sys/fs/cgroup}" '(v1 ? $2 ~ /(^|,)memory(,|$)/ : $1 == 0) { sub(/^[^:]*:[^:]*:/, ""); print }' \
+      "/proc/$pid/cgroup" 2>/dev/null || true)
   fi
   [ -n "$cg" ] || cg=$(systemctl show -p ControlGroup --value "$1" 2>/dev/null || true)
   # A path from outside this machine's cgroup root (a node that is itself a container): the
   # longest tail of it that is there.
-  while [ -n "$cg" ] && [ ! -r "/sys/fs/cgroup$cg/memory.stat" ] && [ "${cg#/*/}" != "$cg" ]; do
+  while [ -n "$cg" ] && [ ! -r "$root$cg/memory.stat" ] && [ "${cg#/*/}" != "$cg" ]; do
     cg="/${cg#/*/}"
   done
-  if [ -n "$cg" ] && [ -r "/sys/fs/cgroup$cg/memory.stat" ]; then
-    awk '$1 == "anon" || $1 == "shmem" { sum += $2 } END { printf "%.0f", sum }' "/sys/fs/cgroup$cg/memory.stat"
+  if [ -n "$cg" ] && [ -r "$root$cg/memory.stat" ]; then
+    awk -v keys=" $keys " 'index(keys, " " $1 " ") { sum += $2 } END { printf "%.0f", sum }' "$root$cg/memory.stat"
   else
     echo 0
   fi
