@@ -264,7 +264,7 @@ def test_two_machines_at_the_same_instant_exactly_one_changes_the_node(team_stac
     assert overlaps(every) == [], every
     assert sum(1 for what, *_ in every if what == "start") == len(rounds), every
     # and the backend's: one successful update per round, nothing else.
-    history = a.pulumi(url, "stack", "history", "--stack", stack, "--json")
+    history = a.pulumi(url, "stack", "history", "--stack", stack, "--json", "--page-size", str(10 * ROUNDS))
     assert history.returncode == 0, history.stderr
     updates = json.loads(history.stdout)
     assert [(u["kind"], u["result"]) for u in updates] == [("update", "succeeded")] * len(rounds), updates
