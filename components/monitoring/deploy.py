@@ -24,7 +24,7 @@ from components import names
 from components.config.schema import StackSpec
 from components.facts import EndpointAnswers
 from components.monitoring.rules import rules_text
-from components.monitoring.scrape import prometheus_config
+from components.monitoring.scrape import KEYS_DIR, prometheus_config, scrape_keys
 from components.resources.component import Component, Ready
 from components.resources.node import Node
 from components.resources.unit import SystemdUnit, SystemdUnitArgs
@@ -32,6 +32,7 @@ from components.steps import types
 from components.steps.info import StepInfo
 from components.steps.remote import run, started
 from components.steps.render import digest, render
+from components.steps.secrets import resolve
 
 PROMETHEUS_PACKAGE = "prometheus"
 EXPORTER_PACKAGE = "prometheus-node-exporter"
@@ -95,7 +96,9 @@ class Monitoring(Component):
         self.config_text = prometheus_config(args.stack, spec, RULES_FILE)
         self.rules_text = rules_text(args.stack, spec)
         paths = dict(config_dir=names.PROMETHEUS_CONFIG_DIR, data_dir=names.PROMETHEUS_DATA_DIR)
-        config = run(f"{name}-{m.node}-prometheus-config", node, parent=self, depends_on=[package],
+        # Before the configuration: promtool refuses one that names a key file not there.
+        keys = self._keys(name, node, spec, package)
+        config = run(f"{name}-{m.node}-prometheus-config", node, parent=self, depends_on=[package, *keys],
                      step=StepInfo(m.node, "serve", do=f"Write Prometheus's targets and the stack's rules on {m.node}",
                                    redo=f"Rewrite Prometheus's targets and rules on {m.node} (then it restarts)",
                                    undo=f"Remove Prometheus's configuration and samples from {m.node}"),
@@ -122,6 +125,21 @@ class Monitoring(Component):
         self.ready = Ready.of([*((n, s) for e in exporters.values() for n, s in e.ready.pairs()), (m.node, gate)])
         self.register_outputs({"prometheus": self.url})
 
+    def _keys(self, name: str, node: Node, spec: StackSpec, package: pulumi.Resource) -> list[pulumi.Resource]:
+        """The step that writes the keys Prometheus scrapes with (scrape.py scrape_keys) from its
+        secret stdin; none when no target needs one."""
+        keys = scrape_keys(spec)
+        if not keys:
+            return []
+        values = {job: resolve(ref, path) for job, (ref, path) in keys.items()}
+        text = pulumi.Output.secret(pulumi.Output.all(**values).apply(key_lines))
+        step = StepInfo(node.name, "serve", do=f"Write the keys Prometheus scrapes with on {node.name}",
+                        redo=f"Rewrite the keys Prometheus scrapes with on {node.name}",
+                        undo=f"Remove the keys Prometheus scraped with from {node.name}")
+        return [run(f"{name}-{node.name}-prometheus-keys", node, parent=self, depends_on=[package], step=step,
+                    create=render("scripts/install-scrape-keys.sh.j2", keys_dir=KEYS_DIR),
+                    delete=render("scripts/remove-scrape-keys.sh.j2", keys_dir=KEYS_DIR), stdin=text)]
+
     def _package(self, name: str, node: Node, package: str, depends_on: Sequence[pulumi.Resource]):
         values = dict(package=package, own_units=OWN_UNITS[package])
         step = StepInfo(node.name, "serve", do=f"Install the Debian package {package} on {node.name} when missing",
@@ -129,6 +147,14 @@ class Monitoring(Component):
         return run(f"{name}-{node.name}-{package}-package", node, parent=self, depends_on=depends_on, step=step,
                    create=render("scripts/install-package.sh.j2", **values),
                    delete=render("scripts/remove-package.sh.j2", **values))
+
+
+def key_lines(keys: dict[str, str]) -> str:
+    """JOB=KEY lines for the keys step's stdin (a key is one line: a newline in it is refused)."""
+    for job, key in keys.items():
+        if "\n" in key:
+            raise ValueError(f"the key Prometheus scrapes job {job} with may not contain a newline")
+    return "".join(f"{job}={keys[job]}\n" for job in sorted(keys))
 
 
 def monitoring_for(spec: StackSpec, stack: str, nodes: Mapping[str, Node],

@@ -398,7 +398,7 @@ def test_duo_commands_target_the_right_node():
         # monitoring: an exporter on each node, Prometheus on the head (its monitoring.node)
         **{f"monitoring-{n}-prometheus-node-exporter-package": n for n in (HEAD, SECOND)},
         **{f"monitoring-{n}-node-exporter-install": n for n in (HEAD, SECOND)},
-        **{f"monitoring-{HEAD}-{step}": HEAD for step in ("prometheus-package", "prometheus-config",
+        **{f"monitoring-{HEAD}-{step}": HEAD for step in ("prometheus-package", "prometheus-keys", "prometheus-config",
                                                           "prometheus-install", "prometheus-ready")},
     }
     assert {r.name: host_of(r) for r in s.commands()} == expected

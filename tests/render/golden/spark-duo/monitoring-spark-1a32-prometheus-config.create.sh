@@ -103,7 +103,10 @@ scrape_configs:
     labels:
       stack: spark-duo
       node: spark-1a32
-- job_name: engines
+- job_name: engine-qwen35
+  authorization:
+    type: Bearer
+    credentials_file: /etc/blackwell-serving-prometheus/keys/engine-qwen35
   static_configs:
   - targets:
     - spark-1a32:8000
@@ -115,6 +118,9 @@ scrape_configs:
       served_name: qwen3.5-122b
 - job_name: gateway
   metrics_path: /metrics/
+  authorization:
+    type: Bearer
+    credentials_file: /etc/blackwell-serving-prometheus/keys/gateway
   static_configs:
   - targets:
     - spark-1a32:4000

@@ -92,7 +92,7 @@ install -d -m 0755 "$record_dir"
 cat > "$unit_path.tmp" <<'BWS_UNIT_EOF'
 # Managed by blackwell-serving (Monitoring); edits are drift and are reverted by `pulumi up`.
 # It runs a Debian package's binary (/usr/bin/prometheus); the package's own unit stays off.
-# Its configuration: 56188e4feb45 (a new one restarts it).
+# Its configuration: 81d15d5929cb (a new one restarts it).
 [Unit]
 Description=Prometheus (blackwell-serving) on port 9090
 After=network-online.target
