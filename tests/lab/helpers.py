@@ -236,11 +236,13 @@ def require_lab(*nodes: lab.Node) -> None:
 
 
 def lab_config_one_engine() -> dict:
-    """The lab stack's config with its first deployment only: no second model, no gateway and no
-    gateway image (the tests of one engine's life, rollback and preflight, start from it)."""
+    """The lab stack's config with its first deployment only: no second model, no gateway, no
+    gateway image and no monitoring (the tests of one engine's life, rollback and preflight, start
+    from it; tests/lab/test_lab_monitoring.py adds monitoring back)."""
     c = yaml.safe_load(LAB_CONFIG.read_text())["config"]
     c["blackwell-serving:deployments"] = c["blackwell-serving:deployments"][:1]
     c.pop("blackwell-serving:gateway", None)
+    c.pop("blackwell-serving:monitoring", None)
     used = {d["image"] for d in c["blackwell-serving:deployments"]}
     c["blackwell-serving:images"] = [i for i in c["blackwell-serving:images"] if i["name"] in used]
     return c

@@ -3,7 +3,7 @@ output `benchmark` carries the tiny deployment's figures (all > 0), a second pre
 the benchmark again, every target of the scrape config (the stack output `metrics` and the file
 `.state/metrics/lab.json` the up wrote) answers /metrics on its node, and the status view reads
 health, the benchmark and each node's memory, and the memory ledger holds each engine's KV figure to
-the prediction. Needs `tests/lab/lab up`; runs the operator's `lab`
+the prediction; the stack's own Prometheus scrapes every target. Needs `tests/lab/lab up`; runs the operator's `lab`
 stack (.state/backend) and converges it first (a no-op when it already is)."""
 
 from __future__ import annotations
@@ -15,8 +15,11 @@ import sys
 
 import pytest
 
+from components.config.load import load_stack_file
+from components.monitoring.promapi import Prometheus, PrometheusError
 from tests.lab import topology as lab
 from tests.lab.helpers import api_key, changes, pulumi, require_lab, sh
+from tests.wait import wait_until
 
 pytestmark = pytest.mark.lab
 LAB_STATE = "converged"  # tests/lab/conftest.py: the lab tests run grouped by the state they share
@@ -101,3 +104,23 @@ def test_the_memory_ledger_holds_each_engine_s_own_kv_figure_to_the_prediction(o
     assert entry["predicted"] and entry["measured"]["kv_tokens"], entry
     assert entry["measured"]["memory_bytes"] and entry["measured"]["memory_bytes"] > 0, entry
     assert abs(entry["kv_tokens_error_pct"]) <= 10, entry
+
+
+def test_the_stacks_own_prometheus_scrapes_every_target(outputs):
+    """The lab stack's `monitoring:` (Prometheus on lab-1): itself, the three engines, the gateway
+    and both nodes' exporters, all up. llama-server and the gateway answer /metrics only with their
+    keys, so this fails if Prometheus scrapes them without (a 401 reads as down)."""
+    prom = Prometheus(outputs["prometheus"])
+    spec = load_stack_file(REPO / "stacks" / f"Pulumi.{STACK}.yaml")
+
+    def unhealthy() -> list[str]:
+        try:
+            targets = prom.targets()
+        except PrometheusError as err:
+            return [str(err)]
+        return [f"{t.labels.get('job')} {t.labels.get('node')}: {t.health} {t.error}" for t in targets
+                if t.health != "up"] or ([] if len(targets) == 1 + len(spec.deployments) + 1 + len(spec.nodes)
+                                         else [f"{len(targets)} targets: {[t.labels for t in targets]}"])
+    wait_until(lambda: not unhealthy(), 120, "every target of the stack's Prometheus up", seen=unhealthy)
+    deployments = {t.labels.get("deployment") for t in prom.targets()} - {None}
+    assert deployments == {d.name for d in spec.deployments}, deployments

@@ -3,7 +3,7 @@
 # and one with a wrong key refused with 401 (what OpenAI clients take for a wrong key), then a real
 # request through the gateway for each model (a chat completion, or an embedding), with the
 # gateway's key. Bounded by gateway.health.timeout_s.
-# Gateway checked: 3d91120abd60 (new routes or a new unit mean a new check).
+# Gateway checked: 1f04d72a6d07 (new routes or a new unit mean a new check).
 set -euo pipefail
 bws_said=()
 log() { printf '[blackwell %s] %s\n' 'health gateway' "$*" >&2; bws_said+=("$*"); }

@@ -129,6 +129,9 @@ litellm_settings:
   request_timeout: 600
   # An upstream's error is the client's answer: no retry on another route.
   num_retries: 0
+  # /metrics for the stack's Prometheus (LiteLLM's prometheus callback; without LiteLLM's
+  # enterprise licence it serves the process's own metrics).
+  callbacks: ["prometheus"]
 general_settings:
   master_key: "os.environ/LITELLM_MASTER_KEY"
   # The key check (bws_key_check.py beside this file): the master key accepted, anything else
@@ -225,12 +228,12 @@ ExecStart=/usr/bin/docker run --rm --name "bws-gateway" \
   "--mount" \
   "type=bind,source=/etc/blackwell-serving/gateway.env,target=/run/secrets/blackwell-serving.env,readonly" \
   "--label" \
-  "org.blackwell-serving.gateway-config=960e8a5f5b93" \
+  "org.blackwell-serving.gateway-config=f3f1eced088b" \
   "-e" \
   "LITELLM_LOCAL_MODEL_COST_MAP" \
   "-e" \
   "LITELLM_TELEMETRY" \
-  "blackwell-serving/gateway-lab:cce61ba6524d" \
+  "blackwell-serving/gateway-lab:e2c1def74264" \
   "/bin/sh" \
   "-c" \
   "while IFS= read -r kv; do export \"$$kv\"; done < /run/secrets/blackwell-serving.env && exec \"$$@\"" \

@@ -6,8 +6,8 @@
 # tagged for real only once built: nothing half-built carries the real tag.
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/gateway-lab:cce61ba6524d' "$*" >&2; bws_said+=("$*"); }
-progress_log=/var/log/blackwell-serving/image-blackwell-serving-gateway-lab-cce61ba6524d.log
+log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/gateway-lab:e2c1def74264' "$*" >&2; bws_said+=("$*"); }
+progress_log=/var/log/blackwell-serving/image-blackwell-serving-gateway-lab-e2c1def74264.log
 progress() {
   mkdir -p "$(dirname "$progress_log")"
   if [ -z "${progress_told:-}" ]; then
@@ -111,10 +111,10 @@ if ! docker pull 198.18.0.1:5000/lab/vllm-cpu:0.32.0 2>&1 | progress; then
   log "registry unreachable; using the base image already here"
 fi
 base_id=$(image_id 198.18.0.1:5000/lab/vllm-cpu:0.32.0)
-if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/gateway-lab:cce61ba6524d 2>/dev/null) \
+if built_on=$(docker image inspect --format '{{ index .Config.Labels "org.blackwell-serving.base-id" }}' blackwell-serving/gateway-lab:e2c1def74264 2>/dev/null) \
    && [ "$built_on" = "$base_id" ]; then
   log "already built on this base"
-  echo "image-id=$(image_id blackwell-serving/gateway-lab:cce61ba6524d)"
+  echo "image-id=$(image_id blackwell-serving/gateway-lab:e2c1def74264)"
   exit 0
 fi
 ctx=$(mktemp -d)
@@ -126,17 +126,17 @@ FROM 198.18.0.1:5000/lab/vllm-cpu:0.32.0
 # CA bundle of the build network's TLS proxy, for pip only.
 COPY pip-ca.crt /etc/blackwell-pip-ca.crt
 ENV PIP_CERT=/etc/blackwell-pip-ca.crt
-RUN python3 -m pip install --no-cache-dir --upgrade 'litellm[proxy]==1.106.12' prisma==0.15.0 \
+RUN python3 -m pip install --no-cache-dir --upgrade 'litellm[proxy]==1.106.12' prisma==0.15.0 prometheus-client==0.23.1 \
  && python3 -c "import transformers; print('transformers', transformers.__version__)"
 LABEL org.blackwell-serving.base=198.18.0.1:5000/lab/vllm-cpu:0.32.0
 BWS_DOCKERFILE_EOF
 cp /etc/ssl/certs/ca-certificates.crt "$ctx/pip-ca.crt"
 log "building on base $base_id"
-previous=$(image_id blackwell-serving/gateway-lab:cce61ba6524d || true)
+previous=$(image_id blackwell-serving/gateway-lab:e2c1def74264 || true)
 docker build --network host --label "org.blackwell-serving.base-id=$base_id" \
-  -t blackwell-serving/gateway-lab:cce61ba6524d-staging "$ctx" 2>&1 | progress
-docker tag blackwell-serving/gateway-lab:cce61ba6524d-staging blackwell-serving/gateway-lab:cce61ba6524d
-docker rmi blackwell-serving/gateway-lab:cce61ba6524d-staging >/dev/null
+  -t blackwell-serving/gateway-lab:e2c1def74264-staging "$ctx" 2>&1 | progress
+docker tag blackwell-serving/gateway-lab:e2c1def74264-staging blackwell-serving/gateway-lab:e2c1def74264
+docker rmi blackwell-serving/gateway-lab:e2c1def74264-staging >/dev/null
 # The image this tag named before (an older base): gone unless something still uses it.
 [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
-echo "image-id=$(image_id blackwell-serving/gateway-lab:cce61ba6524d)"
+echo "image-id=$(image_id blackwell-serving/gateway-lab:e2c1def74264)"

@@ -2,7 +2,7 @@
 # Remove our derived image tag from this node (the base image is the operator's: kept).
 set -euo pipefail
 bws_said=()
-log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/gateway-lab:cce61ba6524d' "$*" >&2; bws_said+=("$*"); }
+log() { printf '[blackwell %s] %s\n' 'image blackwell-serving/gateway-lab:e2c1def74264' "$*" >&2; bws_said+=("$*"); }
 bws_cleanup=""
 trap() {
   if [ "$#" -eq 2 ] && [ "$2" = EXIT ]; then
@@ -79,5 +79,5 @@ bws_exit() {
       "${BWS_NODE:-the node}"
   fi
 }
-docker image rm blackwell-serving/gateway-lab:cce61ba6524d >/dev/null 2>&1 || true
+docker image rm blackwell-serving/gateway-lab:e2c1def74264 >/dev/null 2>&1 || true
 log "removed"

@@ -52,6 +52,8 @@ env_file() {
   printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
 }
 unit_state bws-gateway.service
+unit_state bws-node-exporter.service
+unit_state bws-prometheus.service
 unit_state bws-tiny-b-ray-worker.service
 unit_state bws-tiny-gguf-watchdog.timer
 unit_state bws-tiny-gguf.service
@@ -59,7 +61,7 @@ unit_state bws-tiny-watchdog.timer
 unit_state bws-tiny.service
 unit_state glm.service
 image_state 198.18.0.1:5000/lab/llama-cpp:0c1e570
-image_state blackwell-serving/gateway-lab:cce61ba6524d
+image_state blackwell-serving/gateway-lab:e2c1def74264
 image_state blackwell-serving/vllm-lab:2b5ceeb6797a
 model_cache /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama--lab-v1
 model_cache /var/lib/blackwell-serving/models/blackwell-lab--tiny-llama-gguf--lab-v1
@@ -67,6 +69,7 @@ fabric_link eth1
 endpoint http://127.0.0.1:4000/health/liveliness
 endpoint http://127.0.0.1:8000/health
 endpoint http://127.0.0.1:8003/health
+endpoint http://127.0.0.1:9090/-/ready
 env_file /etc/blackwell-serving/gateway.env
 env_file /etc/blackwell-serving/tiny-gguf.env
 env_file /etc/blackwell-serving/tiny.env

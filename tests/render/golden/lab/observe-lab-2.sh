@@ -57,6 +57,7 @@ env_file() {
   if [ -f "$1" ] && [ -s "$1.generation" ]; then token=$(head -c 64 "$1.generation" | tr -dc 'a-f0-9-'); fi
   printf 'envfile\t%s\t%s\n' "$1" "${token:-absent}"
 }
+unit_state bws-node-exporter.service
 unit_state bws-tiny-b-ray-head.service
 unit_state bws-tiny-b-watchdog.timer
 unit_state bws-tiny-b.service
