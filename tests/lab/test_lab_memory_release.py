@@ -69,7 +69,7 @@ def llama_cpp_alone() -> dict:
     c["blackwell-serving:images"] = [i for i in c["blackwell-serving:images"] if i["name"] == d["image"]]
     c["blackwell-serving:models"] = [m for m in c["blackwell-serving:models"] if m["name"] == d["model"]]
     c["blackwell-serving:nodes"] = c["blackwell-serving:nodes"][:1]
-    for key in ("fabric", "gateway", "retire", "keep", "ray"):
+    for key in ("fabric", "gateway", "retire", "keep", "ray", "monitoring"):
         c.pop(f"blackwell-serving:{key}", None)
     return c
 
