@@ -13,7 +13,7 @@ import math
 from dataclasses import dataclass
 
 from components.config.schema import StackSpec
-from components.monitoring.series import ENGINE_SOURCES, NODE_SERIES, Recorded, matchers
+from components.monitoring.series import NODE_SERIES, Recorded, engine_sources, matchers
 
 DATASOURCE = {"type": "prometheus", "uid": "${datasource}"}
 COLUMNS = 24            # Grafana's grid width
@@ -81,7 +81,7 @@ def panel(r: Recorded, **labels: str) -> Panel:
 
 def stack_dashboard(stack: str, spec: StackSpec) -> Dashboard:
     rows = [Row(f"{d.name} ({d.engine} on {', '.join(d.nodes)})",
-                tuple(panel(r, stack=stack, deployment=d.name) for r in ENGINE_SOURCES[d.engine]))
+                tuple(panel(r, stack=stack, deployment=d.name) for r in engine_sources(d.engine)))
             for d in spec.deployments]
     rows += [Row(f"node {n.name} ({n.gpu.kind})", tuple(panel(r, stack=stack, node=n.name) for r in NODE_SERIES))
              for n in spec.nodes]

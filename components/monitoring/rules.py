@@ -10,7 +10,7 @@ import yaml
 from components.config.monitoring import AlertWindows
 from components.config.schema import DeploymentSpec, NodeSpec, StackSpec
 from components.monitoring.alerts import deployment_alerts, node_alerts, windows_of
-from components.monitoring.series import ENGINE_SOURCES, NODE_SOURCES, Expr, Recorded, matchers
+from components.monitoring.series import NODE_SOURCES, Expr, Recorded, engine_sources, matchers
 
 
 def recorded(sources: dict[Recorded, Expr], labels: dict[str, str]) -> list[dict]:
@@ -23,7 +23,7 @@ def recorded(sources: dict[Recorded, Expr], labels: dict[str, str]) -> list[dict
 def deployment_group(stack: str, d: DeploymentSpec, windows: AlertWindows) -> dict:
     labels = {"stack": stack, "deployment": d.name}
     return {"name": f"blackwell-serving/{stack}/{d.name}",
-            "rules": recorded(ENGINE_SOURCES[d.engine], labels) + deployment_alerts(d, labels, windows)}
+            "rules": recorded(engine_sources(d.engine), labels) + deployment_alerts(d, labels, windows)}
 
 
 def node_group(stack: str, node: NodeSpec, windows: AlertWindows) -> dict:

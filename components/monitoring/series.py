@@ -139,6 +139,12 @@ ENGINE_SOURCES: dict[str, dict[Recorded, Expr]] = {
     },
 }
 
+
+def engine_sources(engine: str) -> dict[Recorded, Expr]:
+    """The recorded series of an engine's exposition; none for an engine whose metric names are not
+    mapped here (a new engine, docs/extending.md): its deployment still gets its alerts on `up`."""
+    return ENGINE_SOURCES.get(engine, {})
+
 # node_exporter's meminfo collector; one exporter per node, so max only drops its job and instance.
 NODE_SOURCES: dict[Recorded, Expr] = {
     NODE_MEM_AVAILABLE: max_of("node_memory_MemAvailable_bytes", by=NODE_LABELS),

@@ -17,9 +17,9 @@ from components import names
 from components.config.schema import DeploymentSpec, StackSpec
 from components.monitoring.alerts import ENGINE_DOWN, ENGINE_WEDGED, MEMORY_AVAILABLE_BELOW, RESTART_LOOP
 from components.monitoring.promapi import Prometheus, PrometheusError
-from components.monitoring.series import (DECODE_TOKENS, ENGINE_SOURCES, KV_CACHE_USAGE, NODE_MEM_AVAILABLE,
+from components.monitoring.series import (DECODE_TOKENS, KV_CACHE_USAGE, NODE_MEM_AVAILABLE,
                                           NODE_MEM_AVAILABLE_RATIO, PROGRESS, REQUESTS_RUNNING, REQUESTS_WAITING,
-                                          TTFT_P95, Recorded, matchers)
+                                          TTFT_P95, Recorded, engine_sources, matchers)
 
 # The tok/s plot's span, and its number of points: enough for a shape, few enough to stay small.
 DEFAULT_MINUTES = 15
@@ -125,7 +125,7 @@ def gather(prom: Prometheus, stack: str, spec: StackSpec, at: float, minutes: fl
              prom.query_range(fresh, start, at, max(minutes * 60 / PLOT_POINTS, 1))}
 
     def status(d: DeploymentSpec) -> DeploymentStatus:
-        recorded = ENGINE_SOURCES[d.engine]
+        recorded = engine_sources(d.engine)
         figures = {r.name: instant[r.name].get(d.name) for r in FIGURES if r in recorded}
         state, why = state_of(figures, up.get(d.name), alerts.get(d.name, {}))
         return DeploymentStatus(
@@ -139,7 +139,7 @@ def gather(prom: Prometheus, stack: str, spec: StackSpec, at: float, minutes: fl
 def unanswered(spec: StackSpec) -> tuple[DeploymentStatus, ...]:
     """Every deployment without a figure: the page of a Prometheus that did not answer."""
     return tuple(DeploymentStatus(d.name, d.engine, tuple(d.nodes), UNKNOWN, "Prometheus did not answer",
-                                  {r.name: None for r in FIGURES if r in ENGINE_SOURCES[d.engine]}, (),
+                                  {r.name: None for r in FIGURES if r in engine_sources(d.engine)}, (),
                                   tuple(NodeMemory(n, None, None) for n in d.nodes), None, None, False)
                  for d in spec.deployments)
 
