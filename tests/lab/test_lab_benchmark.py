@@ -3,7 +3,8 @@ output `benchmark` carries the tiny deployment's figures (all > 0), a second pre
 the benchmark again, every target of the scrape config (the stack output `metrics` and the file
 `.state/metrics/lab.json` the up wrote) answers /metrics on its node, and the status view reads
 health, the benchmark and each node's memory, and the memory ledger holds each engine's KV figure to
-the prediction; the stack's own Prometheus scrapes every target. Needs `tests/lab/lab up`; runs the operator's `lab`
+the prediction; the stack's own Prometheus scrapes every target and gives each deployment's decode
+tok/s. Needs `tests/lab/lab up`; runs the operator's `lab`
 stack (.state/backend) and converges it first (a no-op when it already is)."""
 
 from __future__ import annotations
@@ -12,11 +13,14 @@ import json
 import os
 import subprocess
 import sys
+import time
+import urllib.request
 
 import pytest
 
 from components.config.load import load_stack_file
 from components.monitoring.promapi import Prometheus, PrometheusError
+from components.monitoring.series import DECODE_TOKENS, matchers
 from tests.lab import topology as lab
 from tests.lab.helpers import api_key, changes, pulumi, require_lab, sh
 from tests.wait import wait_until
@@ -124,3 +128,37 @@ def test_the_stacks_own_prometheus_scrapes_every_target(outputs):
     wait_until(lambda: not unhealthy(), 120, "every target of the stack's Prometheus up", seen=unhealthy)
     deployments = {t.labels.get("deployment") for t in prom.targets()} - {None}
     assert deployments == {d.name for d in spec.deployments}, deployments
+
+
+def test_the_stacks_own_prometheus_gives_decode_tok_s_for_every_deployment(outputs):
+    """After completions to each deployment (the benchmark ran at `up`, maybe minutes ago, beyond a
+    rate's window), its decode tok/s read from the stack's Prometheus is above 0: the three engines'
+    own counters (two vLLM, one llama.cpp) map to the one recorded series."""
+    prom = Prometheus(outputs["prometheus"])
+    spec = load_stack_file(REPO / "stacks" / f"Pulumi.{STACK}.yaml")
+
+    def decode(d) -> list[float]:
+        try:
+            return [s.value for s in prom.query(f"{DECODE_TOKENS.name}{{{matchers(stack=STACK, deployment=d.name)}}}",
+                                                time.time())]
+        except PrometheusError:
+            return []
+
+    def every_deployment_decodes() -> bool:
+        for d in spec.deployments:
+            ask(d)
+        return all(any(v > 0 for v in decode(d)) for d in spec.deployments)
+    wait_until(every_deployment_decodes, 240, "decode tok/s above 0 for every deployment",
+               seen=lambda: {d.name: decode(d) for d in spec.deployments}, every_s=10)
+    print(f"lab decode tok/s from Prometheus: {({d.name: decode(d) for d in spec.deployments})}")
+
+
+def ask(d) -> None:
+    """A real completion from the deployment, at its head's management address (from this host)."""
+    body = json.dumps({"model": d.served_name, "max_tokens": 16, "temperature": 0,
+                       "messages": [{"role": "user", "content": "Count to ten."}]}).encode()
+    request = urllib.request.Request(f"http://{NODES[d.nodes[0]].mgmt_ip}:{d.port}/v1/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json",
+                                              "Authorization": f"Bearer {api_key()}"})
+    with urllib.request.urlopen(request, timeout=120) as reply:
+        assert "choices" in json.loads(reply.read())
