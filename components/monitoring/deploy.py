@@ -27,7 +27,7 @@ from components.monitoring.rules import rules_text
 from components.monitoring.scrape import KEYS_DIR, prometheus_config, scrape_keys
 from components.resources.component import Component, Ready
 from components.resources.node import Node
-from components.resources.unit import SystemdUnit, SystemdUnitArgs
+from components.resources.unit import SystemdUnit, SystemdUnitArgs, env_file_text
 from components.steps import types
 from components.steps.info import StepInfo
 from components.steps.remote import run, started
@@ -132,7 +132,8 @@ class Monitoring(Component):
         if not keys:
             return []
         values = {job: resolve(ref, path) for job, (ref, path) in keys.items()}
-        text = pulumi.Output.secret(pulumi.Output.all(**values).apply(key_lines))
+        # JOB=KEY lines, a secret, each key refused if it holds a newline: an env file's form.
+        text = env_file_text(values)
         step = StepInfo(node.name, "serve", do=f"Write the keys Prometheus scrapes with on {node.name}",
                         redo=f"Rewrite the keys Prometheus scrapes with on {node.name}",
                         undo=f"Remove the keys Prometheus scraped with from {node.name}")
@@ -147,14 +148,6 @@ class Monitoring(Component):
         return run(f"{name}-{node.name}-{package}-package", node, parent=self, depends_on=depends_on, step=step,
                    create=render("scripts/install-package.sh.j2", **values),
                    delete=render("scripts/remove-package.sh.j2", **values))
-
-
-def key_lines(keys: dict[str, str]) -> str:
-    """JOB=KEY lines for the keys step's stdin (a key is one line: a newline in it is refused)."""
-    for job, key in keys.items():
-        if "\n" in key:
-            raise ValueError(f"the key Prometheus scrapes job {job} with may not contain a newline")
-    return "".join(f"{job}={keys[job]}\n" for job in sorted(keys))
 
 
 def monitoring_for(spec: StackSpec, stack: str, nodes: Mapping[str, Node],
