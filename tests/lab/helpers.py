@@ -21,6 +21,7 @@ from bench.expectations import node_expectations
 from components import names
 from components.config.load import load_stack_file
 from components.config.schema import DeploymentSpec, ImageSpec, ModelSpec
+from components.monitoring.promapi import Prometheus, PrometheusError
 from components.resources.model import cache_paths
 from tests.lab import topology as lab
 
@@ -358,3 +359,22 @@ def todo_list() -> list[dict]:
     keys = set(schema["items"]["properties"])
     jsonschema.validate([{k: v for k, v in item.items() if k in keys} for item in full], schema)
     return full
+
+
+def prometheus_answers(prom: Prometheus, expr: str) -> list:
+    """The samples of `expr` now; none while Prometheus cannot answer (still starting)."""
+    try:
+        return prom.query(expr, time.time())
+    except PrometheusError:
+        return []
+
+
+def unhealthy_targets(prom: Prometheus, count: int) -> list[str]:
+    """What keeps Prometheus's targets from being `count`, all up: each one not up with its error,
+    a wrong count with the targets' labels, or why Prometheus did not answer. Empty: all up."""
+    try:
+        targets = prom.targets()
+    except PrometheusError as err:
+        return [str(err)]
+    return [f"{t.labels.get('job')} {t.labels.get('node')}: {t.health} {t.error}" for t in targets
+            if t.health != "up"] or ([] if len(targets) == count else [f"{len(targets)} targets: {[t.labels for t in targets]}"])

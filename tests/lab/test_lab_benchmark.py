@@ -13,16 +13,16 @@ import json
 import os
 import subprocess
 import sys
-import time
 import urllib.request
 
 import pytest
 
 from components.config.load import load_stack_file
-from components.monitoring.promapi import Prometheus, PrometheusError
+from components.monitoring.promapi import Prometheus
 from components.monitoring.series import DECODE_TOKENS, matchers
 from tests.lab import topology as lab
-from tests.lab.helpers import api_key, changes, pulumi, require_lab, sh
+from tests.lab.helpers import (api_key, changes, prometheus_answers, pulumi, require_lab, sh,
+                               unhealthy_targets)
 from tests.wait import wait_until
 
 pytestmark = pytest.mark.lab
@@ -117,14 +117,8 @@ def test_the_stacks_own_prometheus_scrapes_every_target(outputs):
     prom = Prometheus(outputs["prometheus"])
     spec = load_stack_file(REPO / "stacks" / f"Pulumi.{STACK}.yaml")
 
-    def unhealthy() -> list[str]:
-        try:
-            targets = prom.targets()
-        except PrometheusError as err:
-            return [str(err)]
-        return [f"{t.labels.get('job')} {t.labels.get('node')}: {t.health} {t.error}" for t in targets
-                if t.health != "up"] or ([] if len(targets) == 1 + len(spec.deployments) + 1 + len(spec.nodes)
-                                         else [f"{len(targets)} targets: {[t.labels for t in targets]}"])
+    # Itself, every engine, the gateway, every node's exporter.
+    unhealthy = lambda: unhealthy_targets(prom, 1 + len(spec.deployments) + 1 + len(spec.nodes))  # noqa: E731
     wait_until(lambda: not unhealthy(), 120, "every target of the stack's Prometheus up", seen=unhealthy)
     deployments = {t.labels.get("deployment") for t in prom.targets()} - {None}
     assert deployments == {d.name for d in spec.deployments}, deployments
@@ -138,11 +132,8 @@ def test_the_stacks_own_prometheus_gives_decode_tok_s_for_every_deployment(outpu
     spec = load_stack_file(REPO / "stacks" / f"Pulumi.{STACK}.yaml")
 
     def decode(d) -> list[float]:
-        try:
-            return [s.value for s in prom.query(f"{DECODE_TOKENS.name}{{{matchers(stack=STACK, deployment=d.name)}}}",
-                                                time.time())]
-        except PrometheusError:
-            return []
+        return [s.value for s in prometheus_answers(
+            prom, f"{DECODE_TOKENS.name}{{{matchers(stack=STACK, deployment=d.name)}}}")]
 
     def every_deployment_decodes() -> bool:
         for d in spec.deployments:

@@ -31,11 +31,11 @@ from components.config.load import load_stack_file
 from components.monitoring.alerts import ENGINE_DOWN, ENGINE_WEDGED
 from components.monitoring.dashboard import stack_dashboard
 from components.monitoring.deploy import EXPORTER_PACKAGE, PROMETHEUS_PACKAGE
-from components.monitoring.promapi import Prometheus, PrometheusError
+from components.monitoring.promapi import Prometheus
 from components.monitoring.series import DECODE_TOKENS, REQUESTS_RUNNING, matchers
 from tests.lab import topology as lab
 from tests.lab.helpers import (Stack, api_key, base_image_only, completion, destroy_lab_stack, one_node, ours_left,
-                               require_lab, sh)
+                               prometheus_answers, require_lab, sh, unhealthy_targets)
 from tests.wait import wait_until
 
 pytestmark = pytest.mark.lab
@@ -69,13 +69,6 @@ def monitored(c: dict) -> None:
         "alerts": {"engine_down_s": 30, "wedged_s": WEDGED_S, "memory_pressure_s": 30}}
     # The watchdog would restart a wedged engine before the alert's windows pass.
     c["blackwell-serving:deployments"][0]["watchdog"] = {"enabled": False}
-
-
-def answers(prom: Prometheus, expr: str) -> list:
-    try:
-        return prom.query(expr, time.time())
-    except PrometheusError:
-        return []
 
 
 @dataclass
@@ -113,14 +106,8 @@ def failure_of(run) -> str:
 def test_prometheus_scrapes_every_target_and_the_dashboard_has_data(monitored_stack):
     stack, spec, prom = monitored_stack.stack, monitored_stack.spec, monitored_stack.prom
 
-    def unhealthy() -> list[str]:
-        try:
-            targets = prom.targets()
-        except PrometheusError as err:
-            return [str(err)]
-        return [f"{t.labels.get('job')} {t.labels.get('node')}: {t.health} {t.error}"
-                for t in targets if t.health != "up"] or ([] if len(targets) == 4 else [f"{len(targets)} targets"])
     # Itself, the engine, an exporter on each node.
+    unhealthy = lambda: unhealthy_targets(prom, 4)  # noqa: E731
     wait_until(lambda: not unhealthy(), 90, "every target up", seen=unhealthy)
     for t in prom.targets():
         assert t.labels["stack"] == STACK_NAME and t.labels["node"] in ("lab-1", "lab-2"), t.labels
@@ -129,15 +116,15 @@ def test_prometheus_scrapes_every_target_and_the_dashboard_has_data(monitored_st
 
     def decoding() -> bool:
         completion()
-        return any(s.value > 0 for s in answers(prom, decode))
-    wait_until(decoding, 180, f"{decode} above 0 after completions", seen=lambda: answers(prom, decode),
+        return any(s.value > 0 for s in prometheus_answers(prom, decode))
+    wait_until(decoding, 180, f"{decode} above 0 after completions", seen=lambda: prometheus_answers(prom, decode),
                every_s=SCRAPE_S)
 
     queries = [t.expr for row in stack_dashboard(STACK_NAME, spec).rows for p in row.panels for t in p.targets]
     assert len(queries) >= 8 + 2 * 3, queries   # vLLM's eight series, three per node
 
     def empty() -> list[str]:
-        return [q for q in queries if not answers(prom, q)]
+        return [q for q in queries if not prometheus_answers(prom, q)]
     # The 5-minute percentiles and the node series need a few evaluations.
     wait_until(lambda: not empty(), 120, "every dashboard query returns data", seen=empty, every_s=SCRAPE_S)
 
@@ -156,13 +143,13 @@ def test_a_wedged_engine_raises_its_alert_and_clears_when_it_moves_again(monitor
         core = engine_core_pid()
         for attempt in range(3):
             # The stop must catch requests in flight: the gauge keeps what the core last reported.
-            wait_until(lambda: any(s.value > 0 for s in answers(prom, running)), 60, "requests running",
-                       seen=lambda: answers(prom, running), every_s=1)
+            wait_until(lambda: any(s.value > 0 for s in prometheus_answers(prom, running)), 60, "requests running",
+                       seen=lambda: prometheus_answers(prom, running), every_s=1)
             sh(NODE1, f"kill -STOP {core}")
             stopped = time.monotonic()
             try:
                 time.sleep(2 * SCRAPE_S)   # let Prometheus scrape the stopped engine's last figures
-                still = [s.value for s in answers(prom, running)]
+                still = [s.value for s in prometheus_answers(prom, running)]
                 if still and still[0] > 0:
                     break
             except BaseException:
@@ -173,18 +160,18 @@ def test_a_wedged_engine_raises_its_alert_and_clears_when_it_moves_again(monitor
             pytest.fail(f"no requests running when the core was stopped, in 3 tries: {still}")
         try:
             def state() -> str:
-                return next((s.labels.get("alertstate", "") for s in answers(prom, wedged)), "")
+                return next((s.labels.get("alertstate", "") for s in prometheus_answers(prom, wedged)), "")
             wait_until(lambda: state() == "pending", 240, "the wedged alert pending", seen=state, every_s=SCRAPE_S)
             TIMELINE["pending_s"] = round(time.monotonic() - stopped)
             wait_until(lambda: state() == "firing", 120, "the wedged alert firing", seen=state, every_s=SCRAPE_S)
             TIMELINE["firing_s"] = round(time.monotonic() - stopped)
-            assert answers(prom, down) == [], "the engine's API answered all along: not down"
-            assert all(s.value == 1 for s in answers(prom, f'up{{{where}}}')), answers(prom, f'up{{{where}}}')
+            assert prometheus_answers(prom, down) == [], "the engine's API answered all along: not down"
+            assert all(s.value == 1 for s in prometheus_answers(prom, f'up{{{where}}}')), prometheus_answers(prom, f'up{{{where}}}')
         finally:
             sh(NODE1, f"kill -CONT {core}")
         let_go = time.monotonic()
-        wait_until(lambda: answers(prom, wedged) == [], 120, "the wedged alert cleared",
-                   seen=lambda: answers(prom, wedged), every_s=SCRAPE_S)
+        wait_until(lambda: prometheus_answers(prom, wedged) == [], 120, "the wedged alert cleared",
+                   seen=lambda: prometheus_answers(prom, wedged), every_s=SCRAPE_S)
         TIMELINE["cleared_after_cont_s"] = round(time.monotonic() - let_go)
     print(f"wedged timeline (s): {TIMELINE}")
     # It cannot fire before its `for` has passed in pending.
