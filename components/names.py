@@ -20,6 +20,14 @@ UNIT_RECORDS_DIR = f"{STATE_DIR}/units"        # each unit's recorded inputs (in
 
 PUT_BACK_SUFFIX = ".put-back"
 
+# Our derived images' repositories (components/resources/image.py: REPOSITORY/NAME:CONTENT-DIGEST).
+# A tag under it is ours to remove once no container uses it; any other image is the operator's.
+DERIVED_IMAGE_REPOSITORY = "blackwell-serving"
+
+
+def derived_image(tag: str | None) -> bool:
+    return bool(tag) and tag.startswith(f"{DERIVED_IMAGE_REPOSITORY}/")
+
 
 def unit_put_back_mark(unit: str) -> str:
     """Left by a rollback that put a unit's previous text back while the state records the new

@@ -99,7 +99,8 @@ class RayCluster(Component):
                             undo=f"Stop Ray {role} on {node.name}")
             return SystemdUnit(f"{name}-{role}-{node.name}",
                                SystemdUnitArgs(node, unit_name, text, step=step, depends_on=deps,
-                                               triggers=[args.image_id], container=container),
+                                               triggers=[args.image_id], container=container,
+                                               image=image),
                                pulumi.ResourceOptions(parent=self))
 
         self.head_unit = node_unit(

@@ -232,7 +232,7 @@ class Gateway(Component):
             f"{name}-install", node, parent=self, depends_on=[*depends_on, self.env], step=step,
             create=render("scripts/install-gateway.sh.j2", unit_text=self.unit_text, config_text=self.config_text,
                           config_file=CONFIG_FILE, key_check_text=KEY_CHECK_TEXT, key_check_file=KEY_CHECK_FILE,
-                          **values),
+                          image=args.image, **values),
             delete=render("scripts/remove-gateway.sh.j2", **values),
             triggers=[args.image_id, self.config_digest, generation_of(self.env)], undo="previous", unit=UNIT,
             expect=UnitRunning(node.name, UNIT, self.unit_text))

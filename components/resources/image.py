@@ -9,6 +9,7 @@ from typing import Sequence
 
 import pulumi
 
+from components import names
 from components.config.schema import DEFAULT_PEER_KEY, FabricSpec, ImageSpec
 from components.facts import ImageCopied, ImagePresent
 from components.resources.component import Component, Ready
@@ -35,7 +36,7 @@ def image_tag(spec: ImageSpec) -> str:
     """The tag is the content address of the Dockerfile: same inputs, same tag, no rebuild."""
     if not requirements(spec):
         return spec.base
-    return f"blackwell-serving/{spec.name}:{digest(dockerfile(spec))}"
+    return f"{names.DERIVED_IMAGE_REPOSITORY}/{spec.name}:{digest(dockerfile(spec))}"
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,10 @@ class SystemdUnitArgs:
     content (both or neither); step: the todo list's sentences (default: install and start);
     triggers: what restarts it besides its text (the image ID it runs); container: the container
     the unit runs (container_unit_text), whose image the install script compares with its
-    triggers when it adopts a unit an earlier version installed; release: for an engine's unit,
-    how a swap waits for the old engine's memory (templates/scripts/_memory_release.sh.j2)."""
+    triggers when it adopts a unit an earlier version installed; image: the tag that container
+    runs (once it runs, the other tags of a derived image that no container uses go:
+    templates/scripts/_retire_tags.sh.j2); release: for an engine's unit, how a swap waits for the
+    old engine's memory (templates/scripts/_memory_release.sh.j2)."""
     node: Node
     unit_name: str
     unit_text: str
@@ -42,6 +44,7 @@ class SystemdUnitArgs:
     depends_on: Sequence[pulumi.Resource] = ()
     triggers: Sequence[pulumi.Input] = ()
     container: str | None = None
+    image: str | None = None
     release: MemoryReleaseSpec | None = None
 
 
@@ -76,7 +79,8 @@ class SystemdUnit(Component):
         self.command = run(f"{name}-install", node, parent=self, step=step,
                            depends_on=[*args.depends_on, *([self.env] if self.env is not None else [])],
                            create=render("scripts/install-unit.sh.j2", unit_text=unit_text,
-                                         container=args.container, must_stay_up=args.must_stay_up,
+                                         container=args.container, image=args.image if args.container else None,
+                                         must_stay_up=args.must_stay_up,
                                          release=args.release, **values),
                            delete=render("scripts/remove-unit.sh.j2", **values),
                            triggers=[*args.triggers, *generation], undo="previous", unit=unit_name,

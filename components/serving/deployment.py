@@ -108,7 +108,7 @@ class Deployment(Component):
                                SystemdUnitArgs(node, unit_name, runtime.rank_unit_text(spec, fabric, start),
                                                env_file=env_file, env_text=env_text, depends_on=deps,
                                                triggers=[runtime.image_id, *placed, *peers_started],
-                                               container=runtime.rank_container(container),
+                                               container=runtime.rank_container(container), image=runtime.tag,
                                                release=release_check(spec, node)),
                                pulumi.ResourceOptions(parent=self))
 

@@ -57,6 +57,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
+    ps) package=procps ;;
     apt-get) package=apt ;;
     *) ;;
   esac
@@ -222,6 +223,18 @@ else
   fi
   log "active"
 fi
+retire_older_tags() {
+  local keep=$1 listed ref id
+  case "$keep" in blackwell-serving/*:*) ;; *) return 0 ;; esac
+  listed=$(docker image ls --format '{{.Repository}}:{{.Tag}} {{.ID}}' "${keep%:*}" 2>/dev/null) || return 0
+  while read -r ref id; do
+    case "$ref" in ""|"$keep"|*:"<none>"|*-staging) continue ;; esac
+    if [ -z "$(docker ps -aq --filter "ancestor=$id" 2>/dev/null)" ] && docker image rm "$ref" >/dev/null 2>&1; then
+      log "removed $ref: no container uses it (this image is now $keep)"
+    fi
+  done <<< "$listed"
+}
+retire_older_tags blackwell-serving/vllm-lab:2b5ceeb6797a
 # This start's identity: the gates that check what the unit serves run again after every restart
 # done here (components/unit.py: SystemdUnit.started); unchanged when nothing was restarted.
 echo "started=$(systemctl show -p InvocationID --value bws-tiny-b-ray-worker.service)"

@@ -75,6 +75,7 @@ bws_exit() {
     docker) package=docker.io ;;
     awk) package=mawk ;;
     python3) package=python3 ;;
+    ps) package=procps ;;
     apt-get) package=apt ;;
     *) ;;
   esac
@@ -135,4 +136,16 @@ docker tag blackwell-serving/gateway:c2860cdd73d4-staging blackwell-serving/gate
 docker rmi blackwell-serving/gateway:c2860cdd73d4-staging >/dev/null
 # The image this tag named before (an older base): gone unless something still uses it.
 [ -z "$previous" ] || docker image rm "$previous" >/dev/null 2>&1 || true
+retire_older_tags() {
+  local keep=$1 listed ref id
+  case "$keep" in blackwell-serving/*:*) ;; *) return 0 ;; esac
+  listed=$(docker image ls --format '{{.Repository}}:{{.Tag}} {{.ID}}' "${keep%:*}" 2>/dev/null) || return 0
+  while read -r ref id; do
+    case "$ref" in ""|"$keep"|*:"<none>"|*-staging) continue ;; esac
+    if [ -z "$(docker ps -aq --filter "ancestor=$id" 2>/dev/null)" ] && docker image rm "$ref" >/dev/null 2>&1; then
+      log "removed $ref: no container uses it (this image is now $keep)"
+    fi
+  done <<< "$listed"
+}
+retire_older_tags blackwell-serving/gateway:c2860cdd73d4
 echo "image-id=$(image_id blackwell-serving/gateway:c2860cdd73d4)"

@@ -56,6 +56,7 @@ bws_exit() {
   case $missing in
     docker) package=docker.io ;;
     systemctl|journalctl) package=systemd ;;
+    ps) package=procps ;;
     apt-get) package=apt ;;
     *) ;;
   esac
@@ -258,5 +259,17 @@ if ! systemctl is-active --quiet bws-gateway.service; then
   exit 1
 fi
 log "active"
+retire_older_tags() {
+  local keep=$1 listed ref id
+  case "$keep" in blackwell-serving/*:*) ;; *) return 0 ;; esac
+  listed=$(docker image ls --format '{{.Repository}}:{{.Tag}} {{.ID}}' "${keep%:*}" 2>/dev/null) || return 0
+  while read -r ref id; do
+    case "$ref" in ""|"$keep"|*:"<none>"|*-staging) continue ;; esac
+    if [ -z "$(docker ps -aq --filter "ancestor=$id" 2>/dev/null)" ] && docker image rm "$ref" >/dev/null 2>&1; then
+      log "removed $ref: no container uses it (this image is now $keep)"
+    fi
+  done <<< "$listed"
+}
+retire_older_tags blackwell-serving/gateway:c2860cdd73d4
 # This start's identity: the gateway's gate runs again after every restart done here.
 echo "started=$(systemctl show -p InvocationID --value bws-gateway.service)"
