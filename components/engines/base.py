@@ -43,6 +43,10 @@ class Engine(ABC):
     api_key_var: ClassVar[str]            # the environment variable it reads its API key from
     health_path: ClassVar[str] = "/health"    # answers once the server is up (the drift observation)
     metrics_path: ClassVar[str] = "/metrics"  # Prometheus text on the API port
+    # Its finest live work counters on metrics_path: what moves at every step while it works, not
+    # when a request ends. The watchdog tells a busy engine from a wedged one by them, the wedged
+    # alert reads them (components/monitoring/series.py PROGRESS); none: every unanswered check counts.
+    progress_counters: ClassVar[tuple[str, ...]] = ()
     probe_module: ClassVar[str]           # templates/scripts/<it>.py: its registry and parser, in the image
     Options: ClassVar[type[BaseModel]] = NoOptions  # deployment keys only this engine takes, typed
     dist_port_what: ClassVar[str] = "rendezvous port"  # the native launch's port on the head, in messages

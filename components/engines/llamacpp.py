@@ -82,6 +82,8 @@ class LlamaCpp(Engine):
     launches = frozenset({"single"})
     api_key_var = "LLAMA_API_KEY"
     probe_module = "engine_llamacpp"
+    # every llama_decode() call (tokens_predicted_total lands when a request ends)
+    progress_counters = ("llamacpp:n_decode_total",)
     images_download = False   # ggml-org's server images carry llama-server, no python3 nor huggingface_hub
     memory_sized_by = ("llama-server allocates the model file's weights and a KV cache of --ctx-size tokens "
                        "(max_model_len × max_num_seqs), no more")

@@ -27,6 +27,8 @@ class SGLang(Engine):
     launches = frozenset({"single", "native"})
     api_key_var = "SGLANG_API_KEY"
     probe_module = "engine_sglang"
+    # its tokens of every mode, at every step (generation_tokens_total lands when a request ends)
+    progress_counters = ("sglang:realtime_tokens_total",)
     Options = SGLangOptions
     dist_port_what = "SGLang dist-init port"
     api_on_every_rank = True  # the native launch's ranks each run an API server (vLLM's others are --headless)

@@ -34,6 +34,7 @@ class VLLM(Engine):
     launches = frozenset({"single", "ray", "native"})
     api_key_var = "VLLM_API_KEY"
     probe_module = "engine_vllm"
+    progress_counters = ("vllm:prompt_tokens_total", "vllm:generation_tokens_total")
     Options = VLLMOptions
     dist_port_what = "vLLM master port (--master-port)"
     memory_fraction_flag = "--gpu-memory-utilization"

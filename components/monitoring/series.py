@@ -33,6 +33,8 @@ import json
 from dataclasses import dataclass
 from typing import Callable
 
+from components.engines import ENGINES
+
 # Counters' rate() window: rate() needs two samples in it, and 2 minutes holds four at a 30 s
 # scrape interval.
 RATE_WINDOW = "2m"
@@ -113,7 +115,7 @@ def p95_of(histogram: str) -> Expr:
 ENGINE_SOURCES: dict[str, dict[Recorded, Expr]] = {
     "vllm": {
         DECODE_TOKENS: rate_of("vllm:generation_tokens_total"),
-        PROGRESS: rates_of("vllm:prompt_tokens_total", "vllm:generation_tokens_total"),
+        PROGRESS: rates_of(*ENGINES["vllm"].progress_counters),
         TTFT_P95: p95_of("vllm:time_to_first_token_seconds"),
         ITL_P95: p95_of("vllm:inter_token_latency_seconds"),
         REQUESTS_RUNNING: sum_of("vllm:num_requests_running"),
@@ -123,7 +125,7 @@ ENGINE_SOURCES: dict[str, dict[Recorded, Expr]] = {
     },
     "sglang": {
         DECODE_TOKENS: rate_of("sglang:realtime_tokens_total", 'mode="decode"'),
-        PROGRESS: rate_of("sglang:realtime_tokens_total"),
+        PROGRESS: rates_of(*ENGINES["sglang"].progress_counters),
         TTFT_P95: p95_of("sglang:time_to_first_token_seconds"),
         ITL_P95: p95_of("sglang:inter_token_latency_seconds"),
         REQUESTS_RUNNING: sum_of("sglang:num_running_reqs", 'priority=""'),
@@ -133,7 +135,7 @@ ENGINE_SOURCES: dict[str, dict[Recorded, Expr]] = {
     },
     "llamacpp": {
         DECODE_TOKENS: rate_of("llamacpp:tokens_predicted_total"),  # lands when each request ends
-        PROGRESS: rate_of("llamacpp:n_decode_total"),
+        PROGRESS: rates_of(*ENGINES["llamacpp"].progress_counters),
         REQUESTS_RUNNING: sum_of("llamacpp:requests_processing"),
         REQUESTS_WAITING: sum_of("llamacpp:requests_deferred"),
     },

@@ -12,6 +12,7 @@ import pulumi
 
 from components import names
 from components.config.schema import DeploymentSpec
+from components.engines import ENGINES
 from components.facts import UnitRunning
 from components.resources.component import Component, Ready
 from components.resources.node import Node
@@ -54,8 +55,13 @@ class Watchdog(Component):
         script_path = f"{script_dir}/{spec.name}.sh"
         values = dict(deployment=spec.name, timer=timer, service=service, interval_s=w.interval_s,
                      failures=w.failures, restart_units=list(args.restart_units))
+        engine = ENGINES[spec.engine]
+        # A busy engine is not a wedged one: a check that got no answer while the engine's work
+        # counters moved counts no failure (an engine whose names are not mapped: every miss counts).
         script = render("scripts/watchdog.sh.j2", engine_unit=engine_unit, timeout_s=w.timeout_s,
-                        grace_s=spec.health.timeout_s, run_dir=RUN_DIR, **args.completion, **values)
+                        grace_s=spec.health.timeout_s, run_dir=RUN_DIR,
+                        progress_counters=list(engine.progress_counters), metrics_path=engine.metrics_path,
+                        **args.completion, **values)
         timer_text, units, paths = timer_units(values, engine_unit=engine_unit, script_dir=script_dir,
                                                script_path=script_path, timeout_s=w.timeout_s)
         self.command = run(

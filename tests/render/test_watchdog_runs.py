@@ -36,8 +36,20 @@ case "$1" in
 esac
 """
 CURL = """#!/bin/sh
-# A chat completion of the engine: answered while $FAKE/answers says so.
-if [ "$(cat "$FAKE/answers")" = yes ]; then echo '{"choices": [{"message": {"content": "hi"}}]}'; else exit 7; fi
+# The engine's /metrics: its work counters from $FAKE/work (none: no answer), one more token at
+# every read while $FAKE/moving says so. A chat completion: answered while $FAKE/answers says so.
+for a in "$@"; do last=$a; done
+case "$last" in
+  */metrics)
+    [ -f "$FAKE/work" ] || exit 7
+    work=$(cat "$FAKE/work")
+    if [ "$(cat "$FAKE/moving" 2>/dev/null)" = yes ]; then echo $((work + 1)) > "$FAKE/work"; fi
+    printf '# TYPE vllm:prompt_tokens_total counter\n'
+    printf 'vllm:prompt_tokens_total{engine="0",model_name="tiny"} 1.0e+03\n'
+    printf 'vllm:generation_tokens_total{engine="0",model_name="tiny"} %s\n' "$work"
+    printf 'vllm:num_requests_running{engine="0",model_name="tiny"} 4.0\n' ;;
+  *) if [ "$(cat "$FAKE/answers")" = yes ]; then echo '{"choices": [{"message": {"content": "hi"}}]}'; else exit 7; fi ;;
+esac
 """
 
 
@@ -135,6 +147,24 @@ def test_a_wedged_engine_is_still_restarted(watchdog):
     lines = tick() + tick()
     assert any("restarting" in line for line in lines), lines
     # The lab's engine has no Ray head (vLLM's native launch): the engine alone.
+    assert (fake / "restarted").read_text().split() == [ENGINE]
+
+
+def test_a_busy_engine_is_not_restarted_and_a_wedged_one_with_flat_counters_is(watchdog):
+    """No answer in time while its work counters move (requests queued behind others): busy, said
+    once, no failure counted however long it lasts; the same counters standing still: wedged."""
+    engine, tick, fake = watchdog
+    engine("active", "running", answers="no")
+    (fake / "work").write_text("5000\n")
+    (fake / "moving").write_text("yes\n")
+    lines = [line for _ in range(6) for line in tick()]
+    said = [line for line in lines if "busy, not wedged" in line]
+    assert len(said) == 1 and "its work counters moved (6000 -> 6001)" in said[0], lines
+    assert not (fake / "restarted").exists() and not any("restarting" in line for line in lines), lines
+
+    (fake / "moving").write_text("no\n")              # the core stopped: /metrics answers, flat
+    lines = tick() + tick()
+    assert any("no completion (1 of 2 in a row)" in line for line in lines), lines
     assert (fake / "restarted").read_text().split() == [ENGINE]
 
 

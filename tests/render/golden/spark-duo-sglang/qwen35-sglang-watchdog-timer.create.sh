@@ -86,7 +86,10 @@ cat > /var/lib/blackwell-serving/watchdog/qwen35-sglang.sh.tmp <<'BWS_SCRIPT_EOF
 #!/usr/bin/env bash
 # A deployment's watchdog, run by its timer: a real chat completion; after `failures` failures in
 # a row (a wedged engine: its process alive, no answers), restart the deployment's units in order
-# and say why in this unit's journal. A start that has not answered yet is loading its weights:
+# and say why in this unit's journal. A check with no answer while the engine's work counters moved
+# (its /metrics read before and after it: the engine's progress_counters, components/engines) met
+# a busy engine, not a wedged one: no failure, said once per busy stretch; the wedged alert reads
+# the same counters. A start that has not answered yet is loading its weights:
 # judged only after the grace (the health gate's timeout). An engine that is not active (stopped
 # by hand, given up on by systemd, or being restarted by it) is left alone, and the journal says
 # so once per stop, not every interval: its state, since when, and how to hand it back.
@@ -187,6 +190,7 @@ install -d -m 0700 "$state"
 count="$state/"qwen35-sglang.failures
 answered="$state/"qwen35-sglang.answered
 skipped="$state/"qwen35-sglang.skipped
+busy="$state/"qwen35-sglang.busy
 # The restarts it made, as node_exporter's textfile collector reads them: 0 from its first run
 # (a runtime count: a reboot resets it, as Prometheus expects of a counter).
 restarts="$state/"qwen35-sglang.restarts
@@ -224,11 +228,32 @@ if ! systemctl is-active --quiet "$engine"; then
 fi
 rm -f "$skipped"
 run=$(systemctl show -p InvocationID --value "$engine")
+# The sum of the engine's work counters on its /metrics; nothing when it does not answer.
+work_done() {
+  curl -fsS --max-time 5 -H @"$ask_dir/headers" "$base"/metrics 2>/dev/null \
+    | awk -v names=sglang:realtime_tokens_total '
+        BEGIN { n = split(names, list, " "); for (i = 1; i <= n; i++) wanted[list[i]] = 1 }
+        /^#/ { next }
+        { name = $0; sub(/[{ ].*/, "", name); if (name in wanted) { total += $NF; seen = 1 } }
+        END { if (seen) printf "%.0f\n", total }'
+}
+before=$(work_done || true)
 if reply=$(ask 30 2>&1) && printf '%s' "$reply" | grep -q '"choices"'; then
   echo "$run" > "$answered"
-  rm -f "$count"
+  rm -f "$count" "$busy"
   exit 0
 fi
+after=$(work_done || true)
+if [ -n "$before" ] && [ -n "$after" ] && [ "$after" -gt "$before" ]; then
+  echo "$run" > "$answered"
+  rm -f "$count"
+  if [ ! -e "$busy" ]; then
+    log "no completion in 30 s, but its work counters moved ($before -> $after): busy, not wedged; no failure counted while they move"
+    touch "$busy"
+  fi
+  exit 0
+fi
+rm -f "$busy"
 if [ "$(cat "$answered" 2>/dev/null || true)" != "$run" ]; then
   started=$(systemctl show -p ActiveEnterTimestampMonotonic --value "$engine")
   now=$(awk '{ printf "%.0f", $1 * 1000000 }' /proc/uptime)
