@@ -88,9 +88,9 @@ script=$(mktemp)
 trap 'rm -f "$script"' EXIT
 cat > "$script"
 if command -v python3 >/dev/null 2>&1; then
-  python3 "$script" http://127.0.0.1:8002 tiny-llama-b 4 '[]' 128 4 900 - /etc/blackwell-serving/tiny-b.env VLLM_API_KEY
+  python3 "$script" http://127.0.0.1:8002 tiny-llama-b 2 '[]' 32 4 900 - /etc/blackwell-serving/tiny-b.env VLLM_API_KEY
 else
   # No python3 on the node: the engine image's, on the host's network, the key file mounted read-only.
   docker run -i --rm --network host --mount type=bind,source=/etc/blackwell-serving/tiny-b.env,target=/run/secrets/blackwell-serving-benchmark.env,readonly \
-    --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - http://127.0.0.1:8002 tiny-llama-b 4 '[]' 128 4 900 - /run/secrets/blackwell-serving-benchmark.env VLLM_API_KEY < "$script"
+    --entrypoint python3 blackwell-serving/vllm-lab:2b5ceeb6797a - http://127.0.0.1:8002 tiny-llama-b 2 '[]' 32 4 900 - /run/secrets/blackwell-serving-benchmark.env VLLM_API_KEY < "$script"
 fi
