@@ -24,6 +24,9 @@ from components.steps.render import render
 # The watchdog's own state on the node (failures in a row, the start that answered, the stop it
 # told of): runtime only, gone with a reboot.
 RUN_DIR = names.WATCHDOG_RUN_DIR
+# How long one read of the engine's /metrics may take (the busy check reads it before and after
+# its completion): a loaded engine's exposition takes seconds; a hung one answers never.
+METRICS_TIMEOUT_S = 10
 
 
 def watchdog_name(deployment: str) -> str:
@@ -61,6 +64,7 @@ class Watchdog(Component):
         script = render("scripts/watchdog.sh.j2", engine_unit=engine_unit, timeout_s=w.timeout_s,
                         grace_s=spec.health.timeout_s, run_dir=RUN_DIR,
                         progress_counters=list(engine.progress_counters), metrics_path=engine.metrics_path,
+                        metrics_timeout_s=min(w.timeout_s, METRICS_TIMEOUT_S),
                         **args.completion, **values)
         timer_text, units, paths = timer_units(values, engine_unit=engine_unit, script_dir=script_dir,
                                                script_path=script_path, timeout_s=w.timeout_s)

@@ -9,9 +9,10 @@ stays). Short scrape and evaluation intervals (5 s) keep it to a few minutes.
 Between the two, the wedged engine as its users meet it: requests run, the engine's core process
 is stopped (SIGSTOP: its API process still answers /health and /metrics, so `up` stays 1), and the
 wedged alert goes pending, then fires, once the progress rate's window has seen no work and its
-`for` (the stack's alerts.wedged_s, 30 s here) has passed; the engine-down alert never fires. The
-core is let go (SIGCONT) and the alert clears. The watchdog is off in this stack: it would restart
-the engine before the alert's windows pass (the alert says the watchdog did not help, or is off).
+`for` (the stack's alerts.wedged_s, 30 s here) has passed; the engine-down alert does not fire
+meanwhile. Then the watchdog, set slower here than the alert (WATCHDOG: its checks fail once the
+core stopped, its work counters flat, and `failures` of them in a row restart the engine), restarts
+the engine, and the alert clears; the timeline is printed.
 
 The packages come from the node's own apt (a real node) or from the lab's rootfs (tests/lab/rootfs.sh
 carries them, their units off); a node that has neither fails the `up` with apt's own words."""
@@ -34,8 +35,9 @@ from components.monitoring.deploy import EXPORTER_PACKAGE, PROMETHEUS_PACKAGE
 from components.monitoring.promapi import Prometheus
 from components.monitoring.series import DECODE_TOKENS, REQUESTS_RUNNING, matchers
 from tests.lab import topology as lab
-from tests.lab.helpers import (Stack, api_key, base_image_only, completion, destroy_lab_stack, one_node, ours_left,
-                               prometheus_answers, require_lab, sh, unhealthy_targets)
+from tests.lab.helpers import (Stack, api_key, base_image_only, completion, destroy_lab_stack, journal_since,
+                               node_now, one_node, ours_left, prometheus_answers, require_lab, sh, unhealthy_targets,
+                               unit_prop)
 from tests.wait import wait_until
 
 pytestmark = pytest.mark.lab
@@ -46,6 +48,10 @@ STACK_NAME = "lab-monitoring"
 PORT = 9090
 SCRAPE_S = 5
 WEDGED_S = 30
+# Slower than the alert (its 2-minute rate window, then WEDGED_S): about 3 × (60 + 30) s after the
+# stop, where the alert fires about 150 s after it. A check waits 60 s: the lab's CPU engine, on
+# two cores the other lab tests share, can take tens of seconds for eight tokens.
+WATCHDOG = {"interval_s": 30, "timeout_s": 60, "failures": 3}
 
 
 def packages_on(node: lab.Node) -> dict[str, str]:
@@ -67,8 +73,7 @@ def monitored(c: dict) -> None:
     c["blackwell-serving:monitoring"] = {
         "node": "lab-2", "port": PORT, "scrape_interval_s": SCRAPE_S, "evaluation_interval_s": SCRAPE_S,
         "alerts": {"engine_down_s": 30, "wedged_s": WEDGED_S, "memory_pressure_s": 30}}
-    # The watchdog would restart a wedged engine before the alert's windows pass.
-    c["blackwell-serving:deployments"][0]["watchdog"] = {"enabled": False}
+    c["blackwell-serving:deployments"][0]["watchdog"] = WATCHDOG
 
 
 @dataclass
@@ -132,12 +137,22 @@ def test_prometheus_scrapes_every_target_and_the_dashboard_has_data(monitored_st
 TIMELINE = {}   # what test_a_wedged_engine... saw: seconds from the stop to each state
 
 
-def test_a_wedged_engine_raises_its_alert_and_clears_when_it_moves_again(monitored_stack):
+def test_a_wedged_engine_raises_its_alert_and_the_watchdogs_restart_clears_it(monitored_stack):
     prom, engine = monitored_stack.prom, monitored_stack.spec.deployments[0]
     where = matchers(stack=STACK_NAME, deployment="tiny")
     wedged = f'ALERTS{{alertname="{ENGINE_WEDGED}",{where}}}'
     down = f'ALERTS{{alertname="{ENGINE_DOWN}",{where}}}'
     running = f"{REQUESTS_RUNNING.name}{{{where}}}"
+    restarts = f'{names.WATCHDOG_RESTARTS_METRIC}{{deployment="tiny"}}'
+    watchdog = names.watchdog_units("tiny")[0]
+    since = node_now(NODE1)
+    # The watchdog judges a start only once it has answered (before: it is loading its weights):
+    # one of its checks has seen this start of the engine answer before the load begins.
+    engine_unit = names.engine_unit("tiny")
+    answered = f"{names.WATCHDOG_RUN_DIR}/tiny.answered"
+    confirmed = lambda: sh(NODE1, f"cat {answered} 2>/dev/null || true") == unit_prop(NODE1, engine_unit, "InvocationID")  # noqa: E731
+    wait_until(confirmed, 4 * (WATCHDOG["interval_s"] + WATCHDOG["timeout_s"]), "the watchdog's first answer",
+               seen=lambda: journal_since(NODE1, watchdog, since)[-1500:], every_s=5)
     with Load(NODE1.mgmt_ip, engine.port, api_key(), engine.served_name) as load:
         wait_until(lambda: load.answered >= 2, 120, "completions under load", seen=lambda: load.errors[-3:])
         core = engine_core_pid()
@@ -167,15 +182,27 @@ def test_a_wedged_engine_raises_its_alert_and_clears_when_it_moves_again(monitor
             TIMELINE["firing_s"] = round(time.monotonic() - stopped)
             assert prometheus_answers(prom, down) == [], "the engine's API answered all along: not down"
             assert all(s.value == 1 for s in prometheus_answers(prom, f'up{{{where}}}')), prometheus_answers(prom, f'up{{{where}}}')
+            restarted = lambda: any(s.value >= 1 for s in prometheus_answers(prom, restarts))  # noqa: E731
+            assert not restarted(), "the watchdog restarted the engine before the alert fired: set it slower"
+            wait_until(restarted, WATCHDOG["failures"] * (WATCHDOG["interval_s"] + WATCHDOG["timeout_s"] + 10) + 60,
+                       "the watchdog's restart", seen=lambda: journal_since(NODE1, watchdog, since)[-1500:],
+                       every_s=SCRAPE_S)
+            restarted_at = time.monotonic()
+            TIMELINE["restarted_s"] = round(restarted_at - stopped)
+            wait_until(lambda: prometheus_answers(prom, wedged) == [], 120, "the wedged alert cleared",
+                       seen=lambda: prometheus_answers(prom, wedged), every_s=SCRAPE_S)
+            TIMELINE["cleared_s"] = round(time.monotonic() - stopped)
         finally:
-            sh(NODE1, f"kill -CONT {core}")
-        let_go = time.monotonic()
-        wait_until(lambda: prometheus_answers(prom, wedged) == [], 120, "the wedged alert cleared",
-                   seen=lambda: prometheus_answers(prom, wedged), every_s=SCRAPE_S)
-        TIMELINE["cleared_after_cont_s"] = round(time.monotonic() - let_go)
-    print(f"wedged timeline (s): {TIMELINE}")
+            sh(NODE1, f"kill -CONT {core} 2>/dev/null || true")   # gone once restarted
+        wait_until(lambda: load.answered_since(restarted_at) >= 1, 300,
+                   "completions from the restarted engine", seen=lambda: load.errors[-3:])
+        TIMELINE["serving_again_s"] = round(time.monotonic() - stopped)
+    journal = journal_since(NODE1, watchdog, since)
+    print(f"wedged timeline (s from SIGSTOP): {TIMELINE}")
     # It cannot fire before its `for` has passed in pending.
     assert TIMELINE["firing_s"] - TIMELINE["pending_s"] >= WEDGED_S - SCRAPE_S, TIMELINE
+    failures = [line for line in journal.splitlines() if "no completion (" in line]
+    assert len(failures) >= WATCHDOG["failures"] and "restarting" in journal, journal[-3000:]
 
 
 def engine_core_pid() -> str:
@@ -193,7 +220,7 @@ class Load:
 
     def __init__(self, host: str, port: int, key: str, model: str):
         self.url, self.key, self.model = f"http://{host}:{port}/v1/chat/completions", key, model
-        self.answered, self.errors = 0, []
+        self.answered, self.errors, self.answers = 0, [], []
         self.done = threading.Event()
         self.threads = [threading.Thread(target=self.client, daemon=True) for _ in range(self.CLIENTS)]
 
@@ -207,9 +234,13 @@ class Load:
                 with urllib.request.urlopen(request, timeout=600) as reply:
                     json.loads(reply.read())
                 self.answered += 1
+                self.answers.append(time.monotonic())
             except Exception as err:  # noqa: BLE001 — what the load saw is shown if it never answers
                 self.errors.append(repr(err))
                 self.done.wait(1)
+
+    def answered_since(self, moment: float) -> int:
+        return sum(1 for t in self.answers if t > moment)
 
     def __enter__(self) -> "Load":
         for t in self.threads:

@@ -107,7 +107,7 @@ def test_systemd_analyze_flags_a_missing_program_and_unknown_keys(tmp_path):
 NOT_SHELL_WORDS = {"dockerfile", "unit_text", "request_json", "engine_digest", "key_var", "peer_key",
                    "expected | int", "timeout_s | int", "expected | string | q",
                    # the watchdog: its script is a quoted here-document, its figures Python integers
-                   "script_text", "interval_s | int", "failures | int", "grace_s | int", "restarts | int",
+                   "script_text", "interval_s | int", "failures | int", "metrics_timeout_s | int", "grace_s | int", "restarts | int",
                    "bound_bytes | int", "join_grace_s | int", "head_port | int",
                    # the gateway's scripts: its config, key check and request bodies are quoted
                    # here-documents

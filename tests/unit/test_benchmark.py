@@ -77,7 +77,8 @@ def test_script_runs_the_program_on_loopback_with_the_key_file_never_the_key():
     assert SENTINEL not in script and SENTINEL not in str(step.inputs.get("create"))
     line = next(ln for ln in script.splitlines() if ln.strip().startswith('python3 "$script"'))
     argv = shlex.split(line)[2:]
-    assert argv == ["http://127.0.0.1:8000", "tiny-llama", "4", "[]", "128", "4", "900", "-",
+    # The lab stack's own prompts and tokens (stacks/Pulumi.lab.yaml), the default concurrency and timeout.
+    assert argv == ["http://127.0.0.1:8000", "tiny-llama", "2", "[]", "32", "4", "900", "-",
                     "/etc/blackwell-serving/tiny.env", "VLLM_API_KEY"]
     # The engine units' digest is in the script: a new engine re-runs it, a plain second up does not.
     health = script_of(s.by_name("tiny-health"))

@@ -230,7 +230,7 @@ rm -f "$skipped"
 run=$(systemctl show -p InvocationID --value "$engine")
 # The sum of the engine's work counters on its /metrics; nothing when it does not answer.
 work_done() {
-  curl -fsS --max-time 5 -H @"$ask_dir/headers" "$base"/metrics 2>/dev/null \
+  curl -fsS --max-time 10 -H @"$ask_dir/headers" "$base"/metrics 2>/dev/null \
     | awk -v names=sglang:realtime_tokens_total '
         BEGIN { n = split(names, list, " "); for (i = 1; i <= n; i++) wanted[list[i]] = 1 }
         /^#/ { next }
