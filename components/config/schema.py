@@ -216,6 +216,11 @@ class ImageSpec(Strict):
                                                        "the base image)")
     nodes: list[Name] = Field(description="every node that needs the image; docker: copied there over the fabric; "
                                           "venv: built on each")
+    peers_pull_base: bool = Field(
+        False, description="docker: the other nodes pull `base` from its registry beside the build, so the copy over "
+                           "the fabric carries only the layer built on it (for a registry close to the nodes, e.g. a "
+                           "local mirror: faster than copying the whole image); a pull that fails leaves the whole "
+                           "copy to the fabric")
     min_cuda: Annotated[str, Field(pattern=r"^[0-9]{1,2}\.[0-9]{1,2}$")] | None = Field(
         None, description="the CUDA version the engine was built for (its torch's torch.version.cuda, e.g. '13.0'): "
                           "the preflight fails on a node whose driver supports less (the 'CUDA Version' of "

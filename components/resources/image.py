@@ -112,6 +112,14 @@ class ImageSync(Component):
     def __init__(self, name: str, args: ImageSyncArgs, opts: pulumi.ResourceOptions | None = None):
         super().__init__(name, opts)
         image, peers, fabric, registry = args.image, args.peers, args.fabric, args.registry
+        # Each peer's own pull of the base, beside the build (peers_pull_base): the copy then finds
+        # the base's layers there and sends only the rest (templates/scripts/image_layers.py).
+        self.base_pulls = {
+            peer.name: run(f"{name}-{peer.name}-base", peer, parent=self,
+                           step=StepInfo(peer.name, "image", do=f"Pull base image {image.spec.base} on {peer.name}",
+                                         undo=f"Keep base image {image.spec.base} on {peer.name} (the operator's)"),
+                           create=render("scripts/pull-base.sh.j2", base=image.spec.base))
+            for peer in peers} if image.spec.peers_pull_base and image.tag != image.spec.base else {}
         self.copies = {}
         for sender, peer, _, after in relay_plan(image.build_node, peers):
             via = registry if sender is image.build_node else None
@@ -123,7 +131,8 @@ class ImageSync(Component):
                                                        do=f"Copy image {image.spec.name} to {peer.name} {over(fabric)}",
                                                        undo=f"Remove image {image.spec.name} from {peer.name}"),
                                          depends_on=[*image.ready.all(), *(via.ready.all() if via else []),
-                                                     *(self.copies[a.name] for a in after)],
+                                                     *(self.copies[a.name] for a in after),
+                                                     *([self.base_pulls[peer.name]] if peer.name in self.base_pulls else [])],
                                          triggers=[image.image_id],
                                          create=render("scripts/sync-image.sh.j2", **values),
                                          delete=render("scripts/unsync-image.sh.j2", **values),
