@@ -19,7 +19,9 @@
 # Usage: prepare.sh [step ...]   steps: docker rootfs base wheels image registry push regimage
 #                                       model vllmsrc nodetools
 #                                       llamasdist llamaimage gguf
-#        (no step: all, the llama.cpp ones beside the others: all_steps). Environment:
+#        (no step: all but vllmsrc and nodetools, which only the opt-in venv test uses and asks
+#        for itself, tests/lab/venv_node.py; the llama.cpp ones beside the others: all_steps).
+#        Environment:
 #   BLACKWELL_CACHE  cache root (default /var/cache/blackwell-serving); ours is $BLACKWELL_CACHE/lab
 #   DEBIAN_MIRROR    for debootstrap (default http://deb.debian.org/debian)
 #
@@ -168,13 +170,25 @@ step_image() {
   mkdir -p "$ctx"
   cp "${HERE}/Dockerfile" "${HERE}/requirements.lock" "${HERE}/vllm" "${HERE}/stub_cuda_libs.py" "$ctx/"
   cp "$HOST_CA" "$ctx/ca-certificates.crt"
-  cp -al "$WHEELS" "$ctx/wheels"   # hard links: no copy of ~1.5 GB
-  log "docker build $IMAGE (log: ${CACHE}/build.log)"
-  local start=$SECONDS previous
+  # The wheels reach the build over HTTP from the build network's gateway (this host), for the
+  # build's length: not as context (a 3 GB tar to the daemon) nor as a layer (Dockerfile).
+  local gateway port server
+  gateway=$(docker network inspect bridge --format '{{ (index .IPAM.Config 0).Gateway }}')
+  : >"${CACHE}/build.log"
+  coproc WHEEL_SERVER { exec "$PY" -u "${HERE}/serve_wheels.py" "$WHEELS" "$gateway" 2>>"${CACHE}/build.log"; }
+  server=$WHEEL_SERVER_PID
+  if ! read -r -t 30 port <&"${WHEEL_SERVER[0]}"; then
+    kill "$server" 2>/dev/null || true
+    die "the wheel server did not start; see ${CACHE}/build.log"
+  fi
+  log "docker build $IMAGE (log: ${CACHE}/build.log; wheels from http://${gateway}:${port}/)"
+  local start=$SECONDS previous rc=0
   previous=$(docker image inspect --format '{{ .Id }}' "$IMAGE" 2>/dev/null || true)
-  DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$(base_image_ref)" \
-    --label "blackwell.lab.inputs=${inputs}" -t "$IMAGE" "$ctx" >"${CACHE}/build.log" 2>&1 \
-    || die "docker build failed; see ${CACHE}/build.log"
+  DOCKER_BUILDKIT=0 docker build --build-arg "BASE=$(base_image_ref)" --build-arg "WHEELS=http://${gateway}:${port}/" \
+    --label "blackwell.lab.inputs=${inputs}" -t "$IMAGE" "$ctx" >>"${CACHE}/build.log" 2>&1 || rc=$?
+  kill "$server" 2>/dev/null || true
+  wait "$server" 2>/dev/null || true
+  [[ $rc -eq 0 ]] || die "docker build failed; see ${CACHE}/build.log"
   log "built $IMAGE in $((SECONDS - start)) s, $(docker image inspect --format '{{ .Size }}' "$IMAGE") bytes"
   # The image the tag named before (5 GB): gone unless a container still uses it.
   if [[ -n "$previous" ]]; then docker image rm "$previous" >/dev/null 2>&1 || true; fi
@@ -403,7 +417,9 @@ run_steps() {
   done
 }
 
-# All steps, side by side where they wait on different things: the engine's wheels download
+# All steps the main job and the default tests need (not vllmsrc, nodetools: the opt-in venv test
+# runs those, and git's compression of the 500 MB source tree cost the cold main job CPU it
+# shares), side by side where they wait on different things: the engine's wheels download
 # beside the minbase's debootstrap; then, once the registry is up, llama.cpp's server (a C++
 # compile, then its push) beside the vLLM engine image (unpacking, a 5 GB push: mostly I/O) and
 # what follows it. The GGUF model needs both chains. A failure of either stops the other.
@@ -417,7 +433,7 @@ all_steps() {
   (run_steps llamasdist llamaimage) &
   llama=$!
   wait "$wheels" || die "the wheel download failed (its [engine] lines above say where)"
-  run_steps image push regimage model vllmsrc nodetools
+  run_steps image push regimage model
   wait "$llama" || die "the llama.cpp image failed (its [engine] lines above say where)"
   trap - EXIT
   run_steps gguf
