@@ -57,8 +57,15 @@ def kill_during_the_image_copy(cli: subprocess.Popen, limit_s: float = 900) -> d
     pytest.fail(f"no image copy to lab-2 under way after {limit_s} s")
 
 
+def whole_image_over_the_fabric(c: dict) -> None:
+    """The copy this test kills is the whole image's: lab-2 does not pull the base itself (the lab
+    stack's peers_pull_base), so the fabric carries all 3.4 GB and the kill meets it under way."""
+    for image in c["blackwell-serving:images"]:
+        image["peers_pull_base"] = False
+
+
 def test_a_killed_up_is_resumed_by_the_next_run(lab_clean, tmp_path):
-    stack = Stack(tmp_path, "lab-killed", lambda c: None)
+    stack = Stack(tmp_path, "lab-killed", whole_image_over_the_fabric)
     try:
         log = tmp_path / "killed-up.log"
         with log.open("w") as out:
